@@ -1,0 +1,1 @@
+"""System presets shipped with cpdispatch (TOML files in this folder)."""

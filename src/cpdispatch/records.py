@@ -1,0 +1,63 @@
+"""What a simulation run produces: one record per job and one per dispatcher call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .job import Job
+from .system import System
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """The fate of one job. `start`/`end` are None for rejected jobs; `nodes` has one node index
+    per unit; `predicted` is the duration the dispatcher saw when the job started."""
+
+    job: Job
+    status: str = "queued"  # completed | killed | rejected (queued/running only mid-run)
+    start: int | None = None
+    end: int | None = None
+    predicted: int | None = None
+    nodes: tuple[int, ...] = ()
+    reason: str = ""
+
+    @property
+    def wait(self) -> int:
+        assert self.start is not None
+        return self.start - self.job.submit
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """One dispatcher call, as written to decisions.csv."""
+
+    time: int
+    queued: int
+    running: int
+    started: int
+    wall_ms: float
+    cpu_ms: float
+    status: str
+    variables: int | None = None
+    constraints: int | None = None
+    objective: float | None = None
+
+
+@dataclass
+class SimulationResult:
+    """Everything the output writers and metrics need. `records` follow the workload order
+    (jobs, then jobs rejected while reading); `refused` lists invalid decisions (never applied)."""
+
+    system: System
+    dispatcher: str
+    predictor: str
+    records: list[JobRecord]
+    decisions: list[DecisionRecord]
+    options: dict[str, Any] = field(default_factory=dict)
+    skipped: list[InputError] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    sim_wall_s: float = 0.0
+    peak_rss_mb: float = 0.0

@@ -1,0 +1,188 @@
+"""Systems: nodes with a capacity per resource type, read from TOML files or package presets."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+PRESETS_PACKAGE = "cpdispatch.presets"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """`count` identical nodes named `<group>-<i>`."""
+
+    group: str
+    count: int
+    resources: dict[str, int]
+
+
+@dataclass(frozen=True)
+class System:
+    """An ordered list of nodes; capacities as an (nodes x types) integer array.
+
+    `types` fixes the order of every per-type vector in the project (job requests, free amounts).
+    `swf_processor` says what one SWF processor becomes as a job unit (per-type amounts).
+    """
+
+    name: str
+    groups: tuple[NodeGroup, ...]
+    swf_processor: dict[str, int] = field(default_factory=lambda: {"core": 1})
+    start_time: int = 0
+    types: tuple[str, ...] = ()
+    capacity: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    node_names: tuple[str, ...] = ()
+
+    @staticmethod
+    def build(
+        name: str,
+        groups: list[NodeGroup] | tuple[NodeGroup, ...],
+        swf_processor: dict[str, int] | None = None,
+        start_time: int = 0,
+    ) -> System:
+        types: list[str] = []
+        for g in groups:
+            for t in g.resources:
+                if t not in types:
+                    types.append(t)
+        rows: list[list[int]] = []
+        names: list[str] = []
+        for g in groups:
+            row = [int(g.resources.get(t, 0)) for t in types]
+            for i in range(1, g.count + 1):
+                rows.append(row)
+                names.append(f"{g.group}-{i}")
+        cap = np.array(rows, dtype=np.int64).reshape(len(rows), len(types))
+        cap.setflags(write=False)
+        return System(
+            name=name,
+            groups=tuple(groups),
+            swf_processor=dict(swf_processor or {"core": 1}),
+            start_time=start_time,
+            types=tuple(types),
+            capacity=cap,
+            node_names=tuple(names),
+        )
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.capacity.shape[0])
+
+    @property
+    def totals(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.capacity.sum(axis=0))
+
+    def type_index(self, name: str) -> int:
+        return self.types.index(name)
+
+    def units_fitting(self, free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
+        """How many units of per-unit request `req` fit on each node given `free` (nodes x types)."""
+        return units_fitting(free, req)
+
+    def max_units(self, req: tuple[int, ...]) -> int:
+        """Units of `req` that fit on the empty system (AccaSim's CHECK_REQUEST test)."""
+        return int(units_fitting(self.capacity, req).sum())
+
+    def to_toml(self) -> str:
+        lines = [f'name = "{self.name}"', f"start_time = {self.start_time}", ""]
+        for g in self.groups:
+            res = ", ".join(f"{k} = {v}" for k, v in g.resources.items())
+            lines += ["[[nodes]]", f'group = "{g.group}"', f"count = {g.count}", f"resources = {{ {res} }}", ""]
+        proc = ", ".join(f"{k} = {v}" for k, v in self.swf_processor.items())
+        lines += ["[swf]", f"processor = {{ {proc} }}", ""]
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        totals = ", ".join(f"{t} {v:,}" for t, v in zip(self.types, self.totals))
+        out = [f"{self.name}: {self.n_nodes:,} nodes ({totals})"]
+        for g in self.groups:
+            res = ", ".join(f"{k} {v:,}" for k, v in g.resources.items())
+            out.append(f"  {g.count:>6,} x {g.group}: {res}")
+        return "\n".join(out)
+
+
+_UNLIMITED = np.iinfo(np.int64).max // 4
+
+
+def units_fitting(free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
+    """Per node, the number of units of `req` that fit in `free`; a zero request never limits."""
+    out: np.ndarray | None = None
+    for k, a in enumerate(req):
+        if a > 0:
+            col = free[:, k] // a
+            out = col if out is None else np.minimum(out, col)
+    if out is None:
+        return np.full(free.shape[0], _UNLIMITED, dtype=np.int64)
+    return out
+
+
+def _positive_int(path: str, where: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(path, None, where, f"expected a non-negative integer, got {value!r}")
+    return value
+
+
+def parse_system(text: str, path: str = "<system>") -> System:
+    """Parse the TOML schema of the architecture page."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
+    name = data.get("name", Path(path).stem)
+    if not isinstance(name, str):
+        raise InputError(path, None, "name", "expected a string")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        raise InputError(path, None, "nodes", "at least one [[nodes]] table is required")
+    groups: list[NodeGroup] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(nodes, 1):
+        if not isinstance(entry, dict):
+            raise InputError(path, None, f"nodes[{i}]", "expected a table")
+        group = entry.get("group", f"node{i}" if len(nodes) > 1 else "node")
+        if not isinstance(group, str) or not group:
+            raise InputError(path, None, f"nodes[{i}].group", "expected a non-empty string")
+        if group in seen:
+            raise InputError(path, None, f"nodes[{i}].group", f"group '{group}' appears twice")
+        seen.add(group)
+        count = _positive_int(path, f"nodes[{i}].count", entry.get("count", 1))
+        res = entry.get("resources")
+        if not isinstance(res, dict) or not res:
+            raise InputError(path, None, f"nodes[{i}].resources", "expected a table of type = amount")
+        resd = {str(k): _positive_int(path, f"nodes[{i}].resources.{k}", v) for k, v in res.items()}
+        if count:
+            groups.append(NodeGroup(group, count, resd))
+    if not groups:
+        raise InputError(path, None, "nodes", "the system has no nodes")
+    swf = data.get("swf", {})
+    proc = swf.get("processor", {"core": 1}) if isinstance(swf, dict) else None
+    if not isinstance(proc, dict) or not proc:
+        raise InputError(path, None, "swf.processor", "expected a table of type = amount")
+    procd = {str(k): _positive_int(path, f"swf.processor.{k}", v) for k, v in proc.items()}
+    start = _positive_int(path, "start_time", data.get("start_time", 0))
+    return System.build(name, groups, procd, start)
+
+
+def preset_names() -> list[str]:
+    files = resources.files(PRESETS_PACKAGE)
+    return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".toml"))
+
+
+def load_system(name_or_path: str) -> System:
+    """A preset name or a path to a TOML file."""
+    if name_or_path in preset_names():
+        text = (resources.files(PRESETS_PACKAGE) / f"{name_or_path}.toml").read_text()
+        return parse_system(text, f"preset {name_or_path}")
+    path = Path(name_or_path)
+    if not path.exists():
+        raise InputError(
+            name_or_path, None, None,
+            f"no such system file or preset (presets: {', '.join(preset_names())})",
+        )
+    return parse_system(path.read_text(), str(path))

@@ -1,0 +1,26 @@
+"""A loaded workload: its jobs, the jobs rejected while reading, and the lines that were skipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..job import Job, Rejection
+
+
+@dataclass
+class Workload:
+    """Jobs sorted by submit time (stable), plus everything that did not become a runnable job.
+
+    `rejected`: jobs read correctly that can never run (e.g. no processor count, or a pod that
+    was never scheduled, so its run time is unknown), each with a reason. `skipped`: malformed
+    lines (only in the default, non-strict mode), each an InputError naming file, line, field.
+    `notes`: facts about the reading worth reporting (rules applied, censored jobs, ...).
+    """
+
+    source: str
+    jobs: list[Job]
+    rejected: list[Rejection] = field(default_factory=list)
+    skipped: list[InputError] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
