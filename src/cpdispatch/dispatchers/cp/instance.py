@@ -1,0 +1,104 @@
+"""A dispatching instance as CP models see it: selected queued jobs in priority order, running
+jobs as fixed intervals from now, per-node capacities and free amounts. Times are relative to now
+(0 = the dispatching time), so models stay small and comparable across instances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...system import System
+
+
+@dataclass(frozen=True, slots=True)
+class CpJob:
+    """A queued job in the model. `duration` is what the model plans with (the prediction,
+    clamped to >= 1 unless the ablation turns the clamp off); `wait` = now - submit; `ewt` is the
+    expected waiting time of its queue (for the EWT objectives)."""
+
+    id: str
+    units: int
+    req: tuple[int, ...]
+    duration: int
+    wait: int
+    ewt: int = 1800
+    queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CpRunning:
+    """A running job as a fixed interval [0, remaining) on its nodes. `remaining` is the predicted
+    remaining time, clamped to >= 1 by the underestimation fix (may be <= 0 without it)."""
+
+    id: str
+    units: int
+    req: tuple[int, ...]
+    remaining: int
+    nodes: tuple[int, ...]
+    elapsed: int = 0
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Everything a model builder needs. `jobs` are in priority order (highest first).
+
+    `capacity` and `free` are (nodes x types) arrays aligned with `system.types`; `free` is the
+    amount free now (capacity minus running usage). `horizon` bounds every start: the sum of all
+    durations (running remaining + queued), as in the papers' end of horizon.
+    """
+
+    time: int
+    system: System
+    jobs: tuple[CpJob, ...]
+    running: tuple[CpRunning, ...]
+    free: np.ndarray
+    horizon: int
+
+    @property
+    def capacity(self) -> np.ndarray:
+        return self.system.capacity
+
+
+@dataclass
+class Plan:
+    """A (possibly partial) solution: relative start of each job, and node index per unit for the
+    jobs whose allocation is known (every job for PCP models; HCP allocates only at start 0)."""
+
+    starts: dict[str, int] = field(default_factory=dict)
+    nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+class BuiltModel:
+    """A CP-SAT model built for one instance, with the hooks the front end needs.
+
+    Builders (`hcp`, `pcp19`, `pcp20`, `eurora14`) subclass this: they fill `model` and
+    `start_vars` (one start variable per queued job, relative time), and implement `add_hint`
+    (map a complete greedy plan onto *every* model variable) and `extract` (read a plan back from
+    a solved model). `objective_kind` names the objective from `objectives.KINDS`.
+    """
+
+    def __init__(self, instance: Instance, objective_kind: str) -> None:
+        from ortools.sat.python import cp_model
+
+        self.instance = instance
+        self.objective_kind = objective_kind
+        self.model = cp_model.CpModel()
+        self.start_vars: dict[str, cp_model.IntVar] = {}
+
+    def add_hint(self, plan: Plan) -> None:
+        raise NotImplementedError
+
+    def extract(self, solver: object) -> Plan:
+        raise NotImplementedError
+
+    def add_search(self) -> None:
+        """Optional: post the model's decision strategy (used when the search is 'fixed')."""
+
+    @property
+    def variables(self) -> int:
+        return len(self.model.Proto().variables)
+
+    @property
+    def constraints(self) -> int:
+        return len(self.model.Proto().constraints)

@@ -1,0 +1,172 @@
+"""Run metrics (summary.json) and timelines, computed from a SimulationResult alone.
+
+Definitions (AccaSim's where it has one, so numbers compare with the papers):
+
+- wait = start - submit; run = end - start (the time the job actually held its resources, which
+  is the trace runtime unless the job was killed at its walltime).
+- slowdown = (wait + run) / run; a job with run 0 has slowdown max(1, wait) (AccaSim's rule).
+  Not rounded per job (AccaSim rounds to 2 decimals; we round only when reporting).
+- bounded slowdown = max(1, (wait + run) / max(run, 10)).
+- Wait and slowdown statistics are over started jobs (completed + killed); rejected jobs never
+  ran. A statistic over an empty set is None (null in JSON), never a made-up 0.
+- makespan = last end - first start (AccaSim's "last completion - first dispatch").
+- utilization[type] = sum(units * req * run) / (capacity * span), span = last end - first
+  submit of the workload: the time-averaged share of capacity in use while the trace is live.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from .records import SimulationResult
+
+BOUND_S = 10  # bounded slowdown threshold, seconds
+
+
+def _stat(x: np.ndarray, fn: str, q: float = 50.0) -> float | None:
+    """mean/max/percentile of x as a plain float, None when x is empty."""
+    if x.size == 0:
+        return None
+    if fn == "mean":
+        return float(x.mean())
+    if fn == "max":
+        return float(x.max())
+    return float(np.percentile(x, q))
+
+
+def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
+    """Per started job (completed + killed): submit, start, end, wait, run, slowdown, bsld."""
+    started = [r for r in result.records if r.start is not None and r.end is not None]
+    submit = np.fromiter((r.job.submit for r in started), dtype=np.int64, count=len(started))
+    start = np.fromiter((r.start for r in started), dtype=np.int64, count=len(started))
+    end = np.fromiter((r.end for r in started), dtype=np.int64, count=len(started))
+    wait = start - submit
+    run = end - start
+    safe = np.where(run > 0, run, 1)
+    slowdown = np.where(run > 0, (wait + run) / safe, np.maximum(1, wait)).astype(np.float64)
+    bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+    return {"submit": submit, "start": start, "end": end, "wait": wait, "run": run,
+            "slowdown": slowdown, "bounded_slowdown": bsld}
+
+
+def _used_area(result: SimulationResult) -> np.ndarray:
+    """Per type, resource-seconds used by started jobs: sum of units * req * run (one matmul)."""
+    started = [r for r in result.records if r.start is not None and r.end is not None]
+    if not started:
+        return np.zeros(len(result.system.types), dtype=np.float64)
+    req = np.array([r.job.req for r in started], dtype=np.float64).reshape(len(started), -1)
+    weight = np.array([r.job.units * (r.end - r.start) for r in started], dtype=np.float64)  # type: ignore[operator]
+    return np.asarray(weight @ req, dtype=np.float64)
+
+
+def summarize(result: SimulationResult) -> dict[str, Any]:
+    """The summary.json dictionary (plain JSON types only)."""
+    recs = result.records
+    status = Counter(r.status for r in recs)
+    a = job_arrays(result)
+    wait = a["wait"]
+    types = result.system.types
+    totals = result.system.totals
+
+    first_submit = min((r.job.submit for r in recs), default=None)
+    last_end = int(a["end"].max()) if a["end"].size else None
+    makespan = int(last_end - a["start"].min()) if last_end is not None else 0
+    span = last_end - first_submit if last_end is not None and first_submit is not None else 0
+    area = _used_area(result)
+    utilization = {
+        t: (float(area[k] / (totals[k] * span)) if span > 0 and totals[k] > 0 else 0.0)
+        for k, t in enumerate(types)
+    }
+
+    wall = np.fromiter((d.wall_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
+    cpu = np.fromiter((d.cpu_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
+    dstatus = Counter(d.status for d in result.decisions)
+
+    return {
+        "system": result.system.name,
+        "dispatcher": result.dispatcher,
+        "predictor": result.predictor,
+        "jobs": len(recs),
+        "completed": status.get("completed", 0),
+        "killed": status.get("killed", 0),
+        "rejected": status.get("rejected", 0),
+        "started": int(wait.size),
+        "skipped_lines": len(result.skipped),
+        "refused_decisions": len(result.refused),
+        "avg_wait": _stat(wait, "mean"),
+        "max_wait": _stat(wait, "max"),
+        "p50_wait": _stat(wait, "pct", 50),
+        "p95_wait": _stat(wait, "pct", 95),
+        "avg_slowdown": _stat(a["slowdown"], "mean"),
+        "max_slowdown": _stat(a["slowdown"], "max"),
+        "avg_bounded_slowdown": _stat(a["bounded_slowdown"], "mean"),
+        "max_bounded_slowdown": _stat(a["bounded_slowdown"], "max"),
+        "first_submit": first_submit,
+        "first_start": int(a["start"].min()) if a["start"].size else None,
+        "last_end": last_end,
+        "makespan": makespan,
+        "utilization": utilization,
+        "utilization_span": int(span),
+        "capacity": dict(zip(types, totals, strict=True)),
+        "dispatch_calls": len(result.decisions),
+        "dispatch_ms_mean": _stat(wall, "mean"),
+        "dispatch_ms_p50": _stat(wall, "pct", 50),
+        "dispatch_ms_p99": _stat(wall, "pct", 99),
+        "dispatch_ms_max": _stat(wall, "max"),
+        "dispatch_cpu_ms_mean": _stat(cpu, "mean"),
+        "decision_status": dict(sorted(dstatus.items())),
+        "sim_wall_s": float(result.sim_wall_s),
+        "peak_rss_mb": float(result.peak_rss_mb),
+        "options": dict(result.options),
+        "notes": dict(result.notes),
+    }
+
+
+def utilization_timeline(result: SimulationResult, type_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of the amount of `type_name` in use: `used[i]` holds from `times[i]` on.
+
+    Absolute amounts (divide by `system.totals` for a share). Starts and ends at the same instant
+    are netted, so zero-length jobs leave no spike.
+    """
+    k = result.system.type_index(type_name)
+    starts, ends, amount = [], [], []
+    for r in result.records:
+        if r.start is not None and r.end is not None and r.end > r.start and r.job.req[k]:
+            starts.append(r.start)
+            ends.append(r.end)
+            amount.append(r.job.units * r.job.req[k])
+    if not starts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    amt = np.array(amount, dtype=np.int64)
+    t = np.concatenate([np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)])
+    d = np.concatenate([amt, -amt])
+    return _step(t, d)
+
+
+def _step(t: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge deltas at equal times and accumulate: (unique times, level after each time)."""
+    order = np.argsort(t, kind="stable")
+    t, delta = t[order], delta[order]
+    level = np.cumsum(delta)
+    last = np.r_[t[1:] != t[:-1], True]  # last event of each distinct time
+    return t[last], level[last]
+
+
+def queue_timeline(result: SimulationResult) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of the queue length after each dispatcher call (queued - started).
+
+    Between calls the queue only grows by submissions, each of which triggers a call, so the level
+    after a call holds until the next call. Several calls at one time: the last one wins.
+    """
+    n = len(result.decisions)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    t = np.fromiter((d.time for d in result.decisions), dtype=np.int64, count=n)
+    q = np.fromiter((max(0, d.queued - d.started) for d in result.decisions), dtype=np.int64, count=n)
+    order = np.argsort(t, kind="stable")
+    t, q = t[order], q[order]
+    last = np.r_[t[1:] != t[:-1], True]
+    return t[last], q[last]

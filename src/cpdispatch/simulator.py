@@ -1,0 +1,312 @@
+"""The discrete-event simulator: replays a workload on a system and calls a dispatcher at every event.
+
+Semantics are AccaSim's (so results compare with the papers): events are submissions and real
+completions; at every event time with a non-empty queue the dispatcher is called once with the
+whole queue; only "start now" decisions are enacted, each validated against the free capacity
+(an invalid start is refused and recorded, never applied); jobs run their real run time. Options
+add what a real system does: killing at the walltime, and charging the dispatcher's wall time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import resource
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .dispatchers.base import Dispatcher
+from .errors import CpdispatchError
+from .job import Job
+from .predictors.base import Predictor
+from .records import DecisionRecord, JobRecord, SimulationResult
+from .snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from .system import System
+from .workloads.base import Workload
+
+#: Attempts on an idle system with a non-empty queue before the remaining jobs are rejected.
+STALL_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Simulation switches (defaults = AccaSim semantics)."""
+
+    kill_at_walltime: bool = False
+    charge_dispatch_time: bool = False
+    progress: bool | None = None  # None: a progress bar only on a terminal
+
+
+SnapshotHook = Callable[[Snapshot, Decision, float], None]
+
+
+class Simulator:
+    """One run: holds the mutable state the dispatcher never touches."""
+
+    def __init__(
+        self,
+        system: System,
+        workload: Workload,
+        dispatcher: Dispatcher,
+        predictor: Predictor,
+        options: SimOptions | None = None,
+        on_decision: SnapshotHook | None = None,
+    ) -> None:
+        self.system = system
+        self.workload = workload
+        self.dispatcher = dispatcher
+        self.predictor = predictor
+        self.options = options or SimOptions()
+        self.on_decision = on_decision
+        self.free = np.array(system.capacity, dtype=np.int64, copy=True)
+        self.records = [JobRecord(job) for job in workload.jobs]
+        self.index = {job.id: i for i, job in enumerate(workload.jobs)}
+        if len(self.index) != len(workload.jobs):
+            dup = Counter(j.id for j in workload.jobs).most_common(1)[0][0]
+            raise CpdispatchError(f"{workload.source}: job id '{dup}' appears more than once")
+        self.queue: dict[str, QueuedJob] = {}  # insertion order = queue order
+        self.running: dict[str, RunningJob] = {}
+        self.completions: list[tuple[int, int, str]] = []  # (end, seq, job id)
+        self.overruns: list[tuple[int, int, str]] = []  # (predicted end, seq, job id)
+        self.decisions: list[DecisionRecord] = []
+        self.refused: list[str] = []
+        self._seq = 0
+        self._charge_debt = 0.0
+        self._fit_cache: dict[tuple[int, ...], int] = {}
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _submit(self, job: Job, now: int) -> None:
+        fit = self._fit_cache.get(job.req)
+        if fit is None:
+            fit = self._fit_cache[job.req] = self.system.max_units(job.req)
+        if job.units > fit:
+            rec = self.records[self.index[job.id]]
+            rec.status = "rejected"
+            want = ", ".join(f"{t} {a}" for t, a in zip(self.system.types, job.req) if a)
+            rec.reason = (
+                f"needs {job.units} units of {{{want}}} but at most {fit} fit on the empty system"
+            )
+            return
+        predicted = max(0, int(self.predictor.predict(job, now)))
+        self.queue[job.id] = QueuedJob(job, predicted)
+
+    def _complete(self, job_id: str, now: int) -> None:
+        run = self.running.pop(job_id)
+        self._release(run.job, run.nodes)
+        rec = self.records[self.index[job_id]]
+        assert rec.start is not None
+        self.predictor.observe(run.job, now - rec.start, now)
+
+    def _release(self, job: Job, nodes: tuple[int, ...]) -> None:
+        uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
+        self.free[uniq] += counts[:, None] * np.asarray(job.req, dtype=np.int64)
+
+    def _correct_overruns(self, now: int) -> None:
+        """Give running jobs that outlived their prediction a new one (e.g. Tsafrir's correction)."""
+        while self.overruns and self.overruns[0][0] <= now:
+            _, _, job_id = heapq.heappop(self.overruns)
+            run = self.running.get(job_id)
+            if run is None or run.predicted_end > now:
+                continue
+            elapsed = now - run.start
+            new = int(self.predictor.extend(run.job, elapsed, run.predicted))
+            if new > elapsed:
+                self.running[job_id] = RunningJob(run.job, run.start, new, run.nodes)
+                self._push(self.overruns, run.start + new, job_id)
+
+    def _push(self, heap: list[tuple[int, int, str]], when: int, job_id: str) -> None:
+        self._seq += 1
+        heapq.heappush(heap, (when, self._seq, job_id))
+
+    # -- dispatching ----------------------------------------------------------------------------
+
+    def _dispatch(self, now: int) -> int:
+        """Call the dispatcher once; returns the time the decided starts take effect."""
+        if self.predictor.corrects_running:
+            self._correct_overruns(now)
+        free = self.free.copy()
+        free.setflags(write=False)
+        snap = Snapshot(now, self.system, tuple(self.queue.values()), tuple(self.running.values()), free)
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            decision = self.dispatcher.decide(snap)
+        except CpdispatchError:
+            raise
+        except Exception as exc:  # a dispatcher bug must not lose the run: record, start nothing
+            self.refused.append(f"t={now}: dispatcher {self.dispatcher.name} failed: {exc!r}")
+            decision = Decision(status="error")
+        wall = time.perf_counter() - w0
+        cpu = time.process_time() - c0
+        if self.on_decision is not None:
+            self.on_decision(snap, decision, wall)
+        start_at = now
+        if self.options.charge_dispatch_time:
+            self._charge_debt += wall
+            delay = int(self._charge_debt)
+            self._charge_debt -= delay
+            start_at = now + delay
+        started = self._apply(decision.starts, now, start_at)
+        self.decisions.append(
+            DecisionRecord(
+                now, len(snap.queued), len(snap.running), started, wall * 1e3, cpu * 1e3,
+                decision.status, decision.variables, decision.constraints, decision.objective,
+            )
+        )
+        return start_at
+
+    def _apply(self, starts: tuple[Start, ...], now: int, start_at: int) -> int:
+        taken = 0
+        for start in starts:
+            checked = self._check(start)
+            if isinstance(checked, str):
+                self.refused.append(f"t={now}: start of job {start.job_id} refused: {checked}")
+                continue
+            queued, uniq, need = checked
+            job = queued.job
+            self.free[uniq] -= need
+            del self.queue[job.id]
+            taken += 1
+            rec = self.records[self.index[job.id]]
+            rec.start, rec.predicted, rec.nodes = start_at, queued.predicted, tuple(start.nodes)
+            end, rec.status = start_at + job.runtime, "completed"
+            wt = job.walltime
+            if self.options.kill_at_walltime and wt is not None and job.runtime > wt:
+                end, rec.status = start_at + wt, "killed"
+                rec.reason = f"killed at its walltime of {wt} s (real run time {job.runtime} s)"
+            rec.end = end
+            self.running[job.id] = RunningJob(job, start_at, queued.predicted, rec.nodes)
+            self._push(self.completions, end, job.id)
+            if self.predictor.corrects_running:
+                self._push(self.overruns, start_at + queued.predicted, job.id)
+        return taken
+
+    def _check(self, start: Start) -> tuple[QueuedJob, np.ndarray, np.ndarray] | str:
+        """The queued job, its nodes and per-node demand; or why the start cannot be applied."""
+        queued = self.queue.get(start.job_id)
+        if queued is None:
+            return "job is not queued (or started twice)"
+        job = queued.job
+        if len(start.nodes) != job.units:
+            return f"{len(start.nodes)} nodes given for {job.units} units"
+        try:
+            nodes = np.fromiter(start.nodes, dtype=np.int64, count=job.units)
+        except (TypeError, ValueError):
+            return f"node indices must be integers, got {start.nodes[:5]!r}"
+        if job.units and (nodes.min() < 0 or nodes.max() >= self.system.n_nodes):
+            return f"node index out of range 0..{self.system.n_nodes - 1}"
+        uniq, counts = np.unique(nodes, return_counts=True)
+        need = counts[:, None] * np.asarray(job.req, dtype=np.int64)
+        short = self.free[uniq] < need
+        if short.any():
+            i, t = (int(x) for x in np.argwhere(short)[0])
+            node = int(uniq[i])
+            return (
+                f"node {self.system.node_names[node]} has {self.free[node, t]} {self.system.types[t]} "
+                f"free, {counts[i]} units need {need[i, t]}"
+            )
+        return queued, uniq, need
+
+    # -- main loop ------------------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        t0 = time.perf_counter()
+        jobs = self.workload.jobs
+        n_jobs, nxt = len(jobs), 0
+        now = jobs[0].submit if jobs else 0
+        floor = now  # the clock never goes back (a charged decision moves it forward)
+        stalls = 0
+        bar = _progress(self.options.progress, len(self.records))
+        done_before = 0
+        while nxt < n_jobs or self.completions or self.queue:
+            candidates = []
+            if nxt < n_jobs:
+                candidates.append(jobs[nxt].submit)
+            if self.completions:
+                candidates.append(self.completions[0][0])
+            if candidates:
+                now = max(floor, min(candidates))
+                stalls = 0
+            else:  # queued jobs, nothing running, nothing to come: give the dispatcher a new chance
+                stalls += 1
+                if stalls > STALL_ATTEMPTS:
+                    self._reject_stalled(now)
+                    break
+                now = max(floor, now + 1)
+            while self.completions and self.completions[0][0] <= now:
+                _, _, job_id = heapq.heappop(self.completions)
+                self._complete(job_id, now)
+            while nxt < n_jobs and jobs[nxt].submit <= now:
+                self._submit(jobs[nxt], now)
+                nxt += 1
+            if self.queue:
+                floor = self._dispatch(now)
+            if bar is not None:
+                done = nxt - len(self.queue) - len(self.running)
+                if done - done_before >= 2000:
+                    bar.update(done - done_before)
+                    bar.set_postfix_str(f"t={now - (jobs[0].submit if jobs else 0):,} s")
+                    done_before = done
+        if bar is not None:
+            bar.update(len(self.records) - done_before)
+            bar.close()
+        return self._result(time.perf_counter() - t0)
+
+    def _reject_stalled(self, now: int) -> None:
+        for q in self.queue.values():
+            rec = self.records[self.index[q.job.id]]
+            rec.status = "rejected"
+            rec.reason = (
+                f"dispatcher {self.dispatcher.name} started nothing on an idle system "
+                f"({STALL_ATTEMPTS} attempts up to t={now})"
+            )
+        self.queue = {}
+
+    def _result(self, wall: float) -> SimulationResult:
+        records = self.records + [
+            JobRecord(r.job, status="rejected", reason=r.reason) for r in self.workload.rejected
+        ]
+        counts = Counter(r.status for r in records)
+        loaded = len(self.workload.jobs) + len(self.workload.rejected)
+        if counts["completed"] + counts["killed"] + counts["rejected"] != loaded:
+            raise AssertionError(f"jobs lost: loaded {loaded}, accounted {dict(counts)}")
+        return SimulationResult(
+            system=self.system,
+            dispatcher=self.dispatcher.name,
+            predictor=self.predictor.name,
+            records=records,
+            decisions=self.decisions,
+            options={
+                **asdict(self.options),
+                "dispatcher_options": {o.name: getattr(self.dispatcher, o.name) for o in self.dispatcher.options},
+            },
+            skipped=list(self.workload.skipped),
+            refused=self.refused,
+            notes=dict(self.workload.notes),
+            sim_wall_s=wall,
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        )
+
+
+def simulate(
+    system: System,
+    workload: Workload,
+    dispatcher: Dispatcher,
+    predictor: Predictor,
+    options: SimOptions | None = None,
+    on_decision: SnapshotHook | None = None,
+) -> SimulationResult:
+    """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason."""
+    return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
+
+
+def _progress(enabled: bool | None, total: int):  # type: ignore[no-untyped-def]
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="job", desc="simulating", smoothing=0.05, file=sys.stderr)
