@@ -59,7 +59,7 @@ def test_invalid_starts_are_refused_and_recorded() -> None:
     assert "job b refused: node n-1 has 0 core free" in refused  # over capacity
     assert "job zz refused: job is not queued" in refused
     assert "job a refused: job is not queued (or started twice)" in refused
-    assert "out of range" in refused
+    assert "no node with index 5 (node indices are 0..1)" in refused
     # b never started: with nothing running and no event to come, the stall guard rejects it
     b = next(r for r in result.records if r.job.id == "b")
     assert b.status == "rejected" and "started nothing on an idle system" in b.reason
