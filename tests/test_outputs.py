@@ -7,9 +7,12 @@ import json
 import math
 from pathlib import Path
 
+from cpdispatch.job import Job
 from cpdispatch.metrics import summarize
-from cpdispatch.outputs import write_outputs
-from test_metrics import empty_result, sample_result
+from cpdispatch.outputs import schedule_columns, write_outputs
+from cpdispatch.records import DecisionRecord, JobRecord, SimulationResult
+
+from .test_metrics import empty_result, sample_result, two_nodes
 
 SCHEDULE_HEADER = ("job_id,user,submit,start,end,units,req_core,req_mem,walltime,runtime,predicted,"
                    "nodes,status,reason")
@@ -94,3 +97,22 @@ def test_nothing_started(tmp_path: Path) -> None:
     rows = _rows(tmp_path / "schedule.csv")
     assert len(rows) == 1 and rows[0]["status"] == "rejected" and rows[0]["start"] == ""
     assert json.loads((tmp_path / "summary.json").read_text())["avg_slowdown"] is None
+
+
+def test_quoting_matches_csv_writer(tmp_path: Path) -> None:
+    """The hand-formatted lines are byte-identical to csv.writer's (QUOTE_MINIMAL, \\n endings)."""
+    j = Job('x,"1"', 3, 1, (1, 0), None, 4, user="a\nb")
+    rec = JobRecord(j, "rejected", reason='no, "never"\r\nfits')
+    res = SimulationResult(two_nodes(), "fifo", "real", [rec],
+                           [DecisionRecord(3, 1, 0, 0, 0.0004, 1e-9, "odd,status")])
+    write_outputs(res, tmp_path)
+    ref = tmp_path / "ref.csv"
+    with ref.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(schedule_columns(res.system.types))
+        w.writerow([j.id, j.user, 3, "", "", 1, 1, 0, "", 4, "", "", "rejected", rec.reason])
+    assert (tmp_path / "schedule.csv").read_bytes() == ref.read_bytes()
+    rows = _rows(tmp_path / "schedule.csv")
+    assert (rows[0]["job_id"], rows[0]["user"], rows[0]["reason"]) == (j.id, j.user, rec.reason)
+    d = _rows(tmp_path / "decisions.csv")[0]
+    assert (d["wall_ms"], d["cpu_ms"], d["status"]) == ("0.000", "0.000", "odd,status")

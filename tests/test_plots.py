@@ -10,7 +10,8 @@ import pytest
 from cpdispatch.metrics import summarize
 from cpdispatch.plots import _bins, plot_comparison, plot_run
 from cpdispatch.report import format_table
-from test_metrics import empty_result, sample_result
+
+from .test_metrics import empty_result, sample_result
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

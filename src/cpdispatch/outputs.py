@@ -1,22 +1,24 @@
 """Writers for the run output contract: schedule.csv, decisions.csv, summary.json.
 
-Rows are built as plain string lists and handed to one `csv.writer.writerows` call: the HPC2N
-trace (~200k jobs, ~400k decisions) must be written in well under two seconds. Output is
+CSV lines are formatted directly (with csv-compatible minimal quoting): the HPC2N trace (~200k
+jobs, ~400k decisions) must be written in well under two seconds. Output is
 byte-identical for identical results (only the measured wall/cpu times vary between runs).
 """
 
 from __future__ import annotations
 
-import csv
+import gc
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .metrics import summarize
-from .records import DecisionRecord, JobRecord, SimulationResult
+from .records import SimulationResult
 
 DECISION_COLUMNS = ("time", "queued", "running", "started", "wall_ms", "cpu_ms", "status",
                     "variables", "constraints", "objective")
@@ -28,34 +30,41 @@ def schedule_columns(types: tuple[str, ...]) -> list[str]:
             "walltime", "runtime", "predicted", "nodes", "status", "reason"]
 
 
-def _cell(v: object) -> object:
-    return "" if v is None else v
+def _q(s: str) -> str:
+    """Quote a text cell exactly as csv.writer's QUOTE_MINIMAL does (numbers never need it)."""
+    if "," in s or '"' in s or "\n" in s or "\r" in s:
+        return '"' + s.replace('"', '""') + '"'
+    return s
 
 
-def _schedule_row(r: JobRecord, names: tuple[str, ...]) -> list[object]:
-    j = r.job
-    return [j.id, j.user, j.submit, _cell(r.start), _cell(r.end), j.units, *j.req, _cell(j.walltime),
-            j.runtime, _cell(r.predicted), ";".join([names[i] for i in r.nodes]), r.status, r.reason]
-
-
-def _decision_row(d: DecisionRecord) -> list[object]:
-    return [d.time, d.queued, d.running, d.started, f"{d.wall_ms:.3f}", f"{d.cpu_ms:.3f}", d.status,
-            _cell(d.variables), _cell(d.constraints), _cell(d.objective)]
-
-
+# Lines are %-formatted directly: csv.writer over row lists took ~1 s per file on HPC2N sizes,
+# one template per line takes a third of that and gives the same bytes (see tests).
 def write_schedule(result: SimulationResult, path: Path) -> None:
     names = result.system.node_names
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(schedule_columns(result.system.types))
-        w.writerows([_schedule_row(r, names) for r in result.records])
+    n = len(result.system.types)
+    fmt = "%s,%s,%s,%s,%s,%s," + ",".join(["%s"] * n) + ",%s,%s,%s,%s,%s,%s\n"
+    lines = [",".join(schedule_columns(result.system.types)) + "\n"]
+    for r in result.records:
+        j = r.job
+        lines.append(fmt % (  # None is an empty cell (tested inline: a call per cell costs ~10%)
+            _q(j.id), _q(j.user), j.submit, "" if r.start is None else r.start,
+            "" if r.end is None else r.end, j.units, *j.req, "" if j.walltime is None else j.walltime,
+            j.runtime, "" if r.predicted is None else r.predicted,
+            _q(";".join([names[i] for i in r.nodes])), _q(r.status), _q(r.reason)))
+    with path.open("w", encoding="utf-8", newline="") as f:
+        f.writelines(lines)
 
 
 def write_decisions(result: SimulationResult, path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(DECISION_COLUMNS)
-        w.writerows([_decision_row(d) for d in result.decisions])
+    lines = [",".join(DECISION_COLUMNS) + "\n"]
+    lines += [
+        f"{d.time},{d.queued},{d.running},{d.started},{d.wall_ms:.3f},{d.cpu_ms:.3f},{_q(d.status)},"
+        f"{'' if d.variables is None else d.variables},{'' if d.constraints is None else d.constraints},"
+        f"{'' if d.objective is None else d.objective}\n"
+        for d in result.decisions
+    ]
+    with path.open("w", encoding="utf-8", newline="") as f:
+        f.writelines(lines)
 
 
 def _json_safe(v: Any) -> Any:
@@ -77,6 +86,19 @@ def write_summary(summary: dict[str, Any], path: Path) -> None:
     path.write_text(text + "\n", encoding="utf-8")
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Millions of short acyclic strings would trigger full collections over the whole (large)
+    result for nothing; pausing the cycle collector saves ~20% of the writing time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def write_outputs(result: SimulationResult, out_dir: str | Path, summary: dict[str, Any] | None = None
                   ) -> dict[str, Any]:
     """Write the three contract files into `out_dir` (created if needed); return the summary."""
@@ -84,7 +106,8 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, summary: dict[s
     out.mkdir(parents=True, exist_ok=True)
     if summary is None:
         summary = summarize(result)
-    write_schedule(result, out / "schedule.csv")
-    write_decisions(result, out / "decisions.csv")
+    with _gc_paused():
+        write_schedule(result, out / "schedule.csv")
+        write_decisions(result, out / "decisions.csv")
     write_summary(summary, out / "summary.json")
     return summary

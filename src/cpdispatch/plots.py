@@ -21,7 +21,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from .metrics import job_arrays, queue_timeline, summarize, utilization_timeline  # noqa: E402
 from .records import SimulationResult  # noqa: E402
 
-MAX_POINTS = 5000
+MAX_POINTS = 2000  # bins per timeline: ~2 per pixel column of a 10-inch, 110-dpi figure
 DAY = 86400.0
 
 
@@ -166,7 +166,8 @@ def _compare(values: list[np.ndarray], labels: list[str], ylabel: str, title: st
             ax.set_yscale("symlog", linthresh=1.0)
     for p, m, v in zip(pos, means, values, strict=True):
         text = f"{m:,.1f}" if v.size else "no started jobs"
-        ax.annotate(text, (p, m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+        ax.annotate(text, (p, m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8,
+                    zorder=5, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     tilt = len(labels) > 4
     ax.set_xticks(pos, labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
     ax.set_xlim(-0.6, len(labels) - 0.4)
