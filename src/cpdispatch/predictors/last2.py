@@ -82,7 +82,7 @@ class Last2PCP21Predictor(Predictor):
     earlier walltimes.
     """
 
-    name = "last2"
+    name = "last2-pcp21"  # distinct in summaries and reports
     corrects_running = False
 
     def __init__(self) -> None:
