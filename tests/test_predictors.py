@@ -21,7 +21,7 @@ from cpdispatch.predictors import (
     Predictor,
     make_predictor,
 )
-from cpdispatch.predictors.last2 import LADDER, next_rung
+from cpdispatch.predictors.correction import LADDER, next_rung
 
 KTH = Path("/work/shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
 

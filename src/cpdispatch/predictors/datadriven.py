@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from ..job import Job
 from .base import Predictor
+from .correction import raise_prediction
 
 Shape = tuple[int, ...]  # (units, *per-unit request)
 Ctx = tuple[object, ...]  # profile attributes other than name and resources: (queue[, walltime])
@@ -136,9 +137,11 @@ class DataDrivenPredictor(Predictor):
     on the rest of the profile, so the predictor still learns from (user, queue, request) histories.
     `match_walltime=True` adds the requested walltime to the profile, next to the queue (the
     original docstring's variant). Jobs with an empty user share one knowledge base.
+    A running job that outlives its prediction is raised as in last2 (`correction`).
     """
 
     name = "datadriven"
+    corrects_running = True
 
     def __init__(self, match_walltime: bool = False) -> None:
         self.match_walltime = match_walltime
@@ -146,6 +149,9 @@ class DataDrivenPredictor(Predictor):
         self._seq = 0
         self._shapes: dict[Shape, Shape] = {}
         self.rule_counts = [0] * 8  # index = rule that fired (0 unused): a cheap diagnostic
+
+    def extend(self, job: Job, elapsed: int, predicted: int) -> int:
+        return raise_prediction(job, elapsed, predicted)
 
     def _ctx(self, job: Job) -> Ctx:
         return (job.queue, job.walltime) if self.match_walltime else (job.queue,)

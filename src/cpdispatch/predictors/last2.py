@@ -6,24 +6,11 @@ reproduces what PCP21 shipped (`PCP21/predictor.py`, reference-code-notes 4.2), 
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable
 
 from ..job import Job
 from .base import Predictor
-
-#: Rungs (seconds) a prediction climbs when a running job outlives it: 1, 5, 15, 30 min,
-#: 1, 2, 5, 10, 20, 50, 100 h; past the top rung, further multiples of 100 h.
-LADDER: tuple[int, ...] = (60, 300, 900, 1800, 3600, 7200, 18000, 36000, 72000, 180000, 360000)
-
-
-def next_rung(elapsed: int, ladder: tuple[int, ...] = LADDER) -> int:
-    """The smallest rung strictly above `elapsed` (multiples of the top rung beyond the ladder)."""
-    i = bisect_right(ladder, elapsed)
-    if i < len(ladder):
-        return ladder[i]
-    top = ladder[-1]
-    return (elapsed // top + 1) * top
+from .correction import LADDER, raise_prediction
 
 
 def _mean_ceil(values: Iterable[int]) -> int:
@@ -63,13 +50,7 @@ class Last2Predictor(Predictor):
         self._last[job.user] = (*prev[-1:], runtime)
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
-        if elapsed < predicted:
-            return predicted
-        new = next_rung(elapsed, self.ladder)
-        est = job.estimate
-        if est > elapsed:
-            new = min(new, est)
-        return new
+        return raise_prediction(job, elapsed, predicted, self.ladder)
 
 
 class Last2PCP21Predictor(Predictor):
