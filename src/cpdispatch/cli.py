@@ -195,6 +195,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_instances_compare(args: argparse.Namespace) -> int:
+    from .instances import compare
+
+    names = [n.strip() for n in args.dispatchers.split(",") if n.strip()]
+    per: dict[str, list[str]] = {}
+    for item in args.option:
+        name, sep, pair = item.partition(":")
+        if not sep or not name:
+            raise CpdispatchError(f"option '{item}': expected DISPATCHER:KEY=VALUE")
+        per.setdefault(name.strip(), []).append(pair)
+    options = {name: _options(pairs) for name, pairs in per.items()}
+    compare(args.file, names, args.out, limit=args.limit, options=options)
+    print((Path(args.out) / "comparison_summary.txt").read_text(), end="")
+    print(f"outputs in {args.out}/")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cpdispatch", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -257,6 +274,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--predictor", default="last2")
     s.add_argument("--out", default="demo-out")
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("instances", help="saved dispatching instances (--record-instances)")
+    isub = s.add_subparsers(dest="instances_command", required=True)
+    s = isub.add_parser("compare", help="replay saved instances with several dispatchers; ratio plots "
+                                        "of the first over the second")
+    s.add_argument("file", metavar="FILE.jsonl", help="instances recorded by simulate --record-instances")
+    s.add_argument("--dispatchers", required=True, help="comma-separated, e.g. pcp20,pcp19")
+    s.add_argument("--out", required=True, help="output folder")
+    s.add_argument("--limit", type=int, default=None, help="replay only the first N instances")
+    s.add_argument("-o", "--option", action="append", default=[], metavar="DISPATCHER:KEY=VALUE",
+                   help="dispatcher option (repeatable), e.g. pcp20:fastpath=false")
+    s.set_defaults(func=cmd_instances_compare)
     return p
 
 

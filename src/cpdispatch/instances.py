@@ -1,0 +1,564 @@
+"""Saved dispatching instances: record every dispatcher call of a run, replay them with other
+dispatchers (PCP'20 paper, Section 5.3).
+
+Different dispatchers drive a simulation into different states, so model sizes and solve times
+only compare on the *same* instances. A run with `--record-instances FILE.jsonl[.gz]` saves each
+snapshot; `compare` replays them with several dispatchers and draws the ratio plots of the
+paper's Figures 6 and 7.
+
+File format (JSON lines, gzip when the name ends in .gz). Line 1 is a header::
+
+    {"kind": "system", "format": 1, "toml": "...", "types": [...], "nodes": N,
+     "queued_fields": [...], "running_fields": [...]}
+
+then one line per dispatcher call, self-contained (any line can be read alone)::
+
+    {"t": time, "q": [queued rows], "r": [running rows], "free": [free total per type],
+     "d": {"starts": [[job id, [node, ...]], ...], "status": s, "wall_ms": ms,
+           "variables": v, "constraints": c, "objective": o}}
+
+Rows are arrays in the order the header names. An instance holds only what a dispatcher may see:
+no real run time (loaded jobs get runtime 0; `estimate` is stored so `Job.estimate` is kept).
+The free array is not stored but derived on load (capacity minus running usage); `free` holds
+its per-type totals as a check. `d` is the decision taken in the run, for reference.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import itertools
+import json
+import math
+import sys
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+import numpy as np
+
+from .errors import CpdispatchError, InputError
+from .job import Job
+from .snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from .system import System, parse_system
+
+FORMAT = 1
+JOB_FIELDS = ("id", "submit", "units", "req", "walltime", "estimate", "user", "name", "queue")
+QUEUED_FIELDS = (*JOB_FIELDS, "predicted")
+RUNNING_FIELDS = (*JOB_FIELDS, "start", "predicted", "nodes")
+CSV_COLUMNS = ("instance", "dispatcher", "variables", "constraints", "solve_ms", "objective", "status")
+
+
+def _open(path: str | Path, mode: str) -> IO[str]:
+    if str(path).endswith(".gz"):
+        # level 6: 1.7x smaller than level 3 on these files for ~10 us more per line; 9 is slower still
+        return cast(IO[str], gzip.open(path, mode + "t", encoding="utf-8", compresslevel=6))
+    return open(path, mode, encoding="utf-8")
+
+
+def _plain(o: object) -> Any:
+    """numpy scalars (e.g. node indices a dispatcher built with numpy) as Python numbers."""
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"not JSON serializable: {o!r}")
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), default=_plain).encode  # one encoder: json.dumps builds one per call
+
+
+def _queued_row(q: QueuedJob) -> str:
+    j = q.job
+    return _dumps([j.id, j.submit, j.units, j.req, j.walltime, j.estimate, j.user, j.name, j.queue, q.predicted])
+
+
+def _running_row(r: RunningJob) -> str:
+    j = r.job
+    return _dumps([j.id, j.submit, j.units, j.req, j.walltime, j.estimate, j.user, j.name, j.queue,
+                   r.start, r.predicted, r.nodes])
+
+
+def _rows(items: tuple[Any, ...], cache: dict[str, tuple[object, str]], make: Callable[[Any], str]
+          ) -> tuple[str, dict[str, tuple[object, str]]]:
+    """The JSON rows of `items` joined, and the cache for the next call (this call's items only)."""
+    new: dict[str, tuple[object, str]] = {}
+    parts: list[str] = []
+    for it in items:
+        hit = cache.get(it.job.id)
+        if hit is None or hit[0] is not it:
+            hit = (it, make(it))
+        new[it.job.id] = hit
+        parts.append(hit[1])
+    return ",".join(parts), new
+
+
+class InstanceRecorder:
+    """A simulator hook (`on_decision`) that appends each instance to a file as it happens.
+
+    Nothing accumulates (a run has hundreds of thousands of instances): only the JSON rows of the
+    last snapshot's jobs are kept, to be reused while those jobs stay queued or running. The file
+    is opened at once (a bad path fails before the run, not after it); the header is written with
+    the first instance, since only then is the system known.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._file: IO[str] | None = _open(self.path, "w")
+        except OSError as exc:
+            raise CpdispatchError(f"{self.path}: cannot write instances: {exc.strerror}") from None
+        self._system: System | None = None
+        # JSON row of each job of the last snapshot, keyed by id, reused while the QueuedJob /
+        # RunningJob object is the same (jobs stay queued or running over many calls).
+        self._queued: dict[str, tuple[object, str]] = {}
+        self._running: dict[str, tuple[object, str]] = {}
+        self.count = 0
+
+    def record(self, snapshot: Snapshot, decision: Decision, wall_s: float) -> None:
+        f = self._file
+        if f is None:
+            raise CpdispatchError(f"{self.path}: recorder already closed")
+        if self._system is None:
+            self._system = snapshot.system
+            f.write(json.dumps(_header(snapshot.system)) + "\n")
+        queued, self._queued = _rows(snapshot.queued, self._queued, _queued_row)
+        running, self._running = _rows(snapshot.running, self._running, _running_row)
+        d = decision
+        tail = {
+            "free": snapshot.free.sum(axis=0).tolist(),
+            "d": {
+                "starts": [[s.job_id, s.nodes] for s in d.starts],
+                "status": d.status,
+                "wall_ms": round(wall_s * 1e3, 3),
+                "variables": d.variables,
+                "constraints": d.constraints,
+                "objective": d.objective,
+            },
+        }
+        f.write(f'{{"t":{int(snapshot.time)},"q":[{queued}],"r":[{running}],{_dumps(tail)[1:]}\n')
+        self.count += 1
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> InstanceRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _header(system: System) -> dict[str, Any]:
+    return {
+        "kind": "system",
+        "format": FORMAT,
+        "toml": system.to_toml(),
+        "types": list(system.types),
+        "nodes": system.n_nodes,
+        "queued_fields": list(QUEUED_FIELDS),
+        "running_fields": list(RUNNING_FIELDS),
+    }
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedInstance:
+    """One saved instance: `index` (0-based, file order), its file `line`, the snapshot, and the
+    decision taken in the recorded run."""
+
+    index: int
+    line: int
+    snapshot: Snapshot
+    starts: tuple[Start, ...]
+    status: str
+    wall_ms: float | None
+    variables: int | None
+    constraints: int | None
+    objective: float | None
+
+
+class _Bad(Exception):
+    """A malformed field; turned into an InputError naming file and line."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _int(v: object, field: str, optional: bool = False) -> Any:
+    if (v is None and optional) or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise _Bad(field, f"expected an integer, got {v!r}")
+
+
+def _str(v: object, field: str) -> str:
+    if isinstance(v, str):
+        return v
+    raise _Bad(field, f"expected a string, got {v!r}")
+
+
+def _job(row: list[Any], where: str, n_types: int) -> Job:
+    jid = _str(row[0], f"{where}.id")
+    req = row[3]
+    if not isinstance(req, list) or len(req) != n_types:
+        raise _Bad(f"{where}.req", f"expected {n_types} amounts, got {req!r}")
+    walltime = _int(row[4], f"{where}.walltime", optional=True)
+    return Job(
+        id=jid,
+        submit=_int(row[1], f"{where}.submit"),
+        units=_int(row[2], f"{where}.units"),
+        req=tuple(_int(a, f"{where}.req") for a in req),
+        walltime=walltime,
+        runtime=0,  # never seen by a dispatcher, never stored
+        user=_str(row[6], f"{where}.user"),
+        name=_str(row[7], f"{where}.name"),
+        queue=_str(row[8], f"{where}.queue"),
+        default_walltime=None if walltime is not None else _int(row[5], f"{where}.estimate"),
+    )
+
+
+class _Reader:
+    """Turns instance lines into snapshots. Rows identical to the previous line's (a job stays
+    queued or running over many calls) reuse its checked QueuedJob / RunningJob objects, and the
+    used amounts are updated only for the running jobs that changed."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.queued: dict[str, tuple[list[Any], QueuedJob]] = {}
+        self.running: dict[str, tuple[list[Any], RunningJob]] = {}
+        self.used = np.zeros_like(system.capacity, dtype=np.int64)  # by self.running
+
+    def _use(self, r: RunningJob, sign: int) -> None:
+        np.add.at(self.used, np.asarray(r.nodes, dtype=np.int64), sign * np.asarray(r.job.req, dtype=np.int64))
+
+    def snapshot(self, rec: dict[str, Any]) -> Snapshot:
+        system = self.system
+        queued: dict[str, tuple[list[Any], QueuedJob]] = {}
+        for i, row in enumerate(rec["q"]):
+            hit = self.queued.get(row[0]) if type(row) is list and type(row[0]) is str else None
+            if hit is None or hit[0] != row:
+                hit = (row, self._queued(row, f"q[{i}]"))
+            queued[row[0]] = hit
+        running: dict[str, tuple[list[Any], RunningJob]] = {}
+        for i, row in enumerate(rec["r"]):
+            rhit = self.running.get(row[0]) if type(row) is list and type(row[0]) is str else None
+            if rhit is None or rhit[0] != row:
+                rhit = (row, self._running(row, f"r[{i}]"))
+            running[row[0]] = rhit
+        if len(queued) != len(rec["q"]) or len(running) != len(rec["r"]):
+            raise _Bad("q", "a job id appears twice")
+        for jid, (_, r) in self.running.items():  # usage follows the few jobs that ended or started
+            if running.get(jid, (None, None))[1] is not r:
+                self._use(r, -1)
+        for jid, (_, r) in running.items():
+            if self.running.get(jid, (None, None))[1] is not r:
+                self._use(r, 1)
+        self.queued, self.running = queued, running
+        free = system.capacity - self.used
+        if (free < 0).any():
+            node, k = (int(x) for x in np.argwhere(free < 0)[0])
+            raise _Bad("r", f"running jobs use more {system.types[k]} than node {system.node_names[node]} has")
+        if free.sum(axis=0).tolist() != rec["free"]:
+            raise _Bad("free", f"free totals {rec['free']} differ from capacity minus running jobs "
+                               f"{free.sum(axis=0).tolist()} (nodes out of service are not recorded)")
+        free.setflags(write=False)
+        return Snapshot(_int(rec["t"], "t"), system, tuple(q for _, q in queued.values()),
+                        tuple(r for _, r in running.values()), free)
+
+    def _queued(self, row: Any, where: str) -> QueuedJob:
+        if not isinstance(row, list) or len(row) != len(QUEUED_FIELDS):
+            raise _Bad(where, f"expected an array of {len(QUEUED_FIELDS)} fields")
+        return QueuedJob(_job(row, where, len(self.system.types)), _int(row[9], f"{where}.predicted"))
+
+    def _running(self, row: Any, where: str) -> RunningJob:
+        if not isinstance(row, list) or len(row) != len(RUNNING_FIELDS):
+            raise _Bad(where, f"expected an array of {len(RUNNING_FIELDS)} fields")
+        job = _job(row, where, len(self.system.types))
+        nodes = row[11]
+        if not isinstance(nodes, list) or len(nodes) != job.units:
+            raise _Bad(f"{where}.nodes", f"expected {job.units} node indices, got {nodes!r}")
+        n_nodes = self.system.n_nodes
+        for n in nodes:
+            if type(n) is not int or not 0 <= n < n_nodes:
+                raise _Bad(f"{where}.nodes", f"node index {n!r} out of range 0..{n_nodes - 1}")
+        return RunningJob(job, _int(row[9], f"{where}.start"), _int(row[10], f"{where}.predicted"), tuple(nodes))
+
+    def instance(self, text: str, path: str, lineno: int, index: int) -> RecordedInstance:
+        try:
+            rec = json.loads(text)
+            if not isinstance(rec, dict):
+                raise _Bad("", "expected a JSON object")
+            snap = self.snapshot(rec)
+            d = rec["d"]
+            starts = tuple(Start(_str(s[0], "d.starts"), tuple(s[1])) for s in d["starts"])
+            return RecordedInstance(index, lineno, snap, starts, d["status"], d.get("wall_ms"),
+                                    d.get("variables"), d.get("constraints"), d.get("objective"))
+        except _Bad as exc:
+            raise InputError(path, lineno, exc.field or None, str(exc)) from None
+        except KeyError as exc:
+            raise InputError(path, lineno, str(exc.args[0]), "missing") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(path, lineno, None, f"invalid JSON: {exc}") from None
+        except (IndexError, TypeError, ValueError) as exc:
+            raise InputError(path, lineno, None, f"malformed instance: {exc}") from None
+
+
+def _parse_header(text: str, path: str) -> System:
+    try:
+        head = json.loads(text)
+    except ValueError as exc:
+        raise InputError(path, 1, None, f"not a JSON header: {exc}") from None
+    if not isinstance(head, dict) or head.get("kind") != "system":
+        raise InputError(path, 1, "kind", 'expected a header record {"kind": "system", ...}')
+    if head.get("format") != FORMAT:
+        raise InputError(path, 1, "format", f"unsupported format {head.get('format')!r} (this reads {FORMAT})")
+    for key, want in (("queued_fields", QUEUED_FIELDS), ("running_fields", RUNNING_FIELDS)):
+        if head.get(key) != list(want):
+            raise InputError(path, 1, key, f"expected {list(want)}")
+    toml = head.get("toml")
+    if not isinstance(toml, str):
+        raise InputError(path, 1, "toml", "expected the system as a TOML string")
+    system = parse_system(toml, f"{path}:1 (system)")
+    if head.get("types") != list(system.types) or head.get("nodes") != system.n_nodes:
+        raise InputError(path, 1, "types", "types/nodes do not match the embedded system")
+    return system
+
+
+def iter_recorded(path: str | Path) -> Iterator[RecordedInstance]:
+    """Stream the saved instances of `path` with the decision of the recorded run."""
+    path = str(path)
+    lineno = 0
+    try:
+        with _open(path, "r") as f:
+            reader: _Reader | None = None
+            index = 0
+            for lineno, text in enumerate(f, 1):
+                if reader is None:
+                    reader = _Reader(_parse_header(text, path))
+                    continue
+                if not text.strip():
+                    continue
+                yield reader.instance(text, path, lineno, index)
+                index += 1
+    except FileNotFoundError:
+        raise InputError(path, None, None, "no such instances file") from None
+    except (EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise InputError(path, lineno + 1, None, f"unreadable (truncated or corrupt file?): {exc}") from None
+
+
+def load_instances(path: str | Path) -> Iterator[Snapshot]:
+    """Stream the saved snapshots of `path`, ready for any `Dispatcher.decide`."""
+    for rec in iter_recorded(path):
+        yield rec.snapshot
+
+
+# -- comparison ---------------------------------------------------------------------------------
+
+
+def _cell(v: float | int | None) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def compare(
+    path: str | Path,
+    dispatchers: list[str],
+    out_dir: str | Path,
+    limit: int | None = None,
+    options: dict[str, dict[str, str]] | None = None,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Replay the instances of `path` with each dispatcher; write comparison.csv, the ratio plots
+    of the first dispatcher over the second and comparison_summary.txt.
+
+    Each dispatcher is a fresh object (`options` per dispatcher name, as on the command line)
+    that sees every instance in file order; the instances are streamed once and solved by all
+    dispatchers in turn. Returns one summary dict per dispatcher (the rows are in the CSV).
+    """
+    from .dispatchers import make_dispatcher
+
+    options = options or {}
+    if not dispatchers:
+        raise CpdispatchError("compare: no dispatcher given")
+    if limit is not None and limit < 0:
+        raise CpdispatchError(f"compare: --limit must be >= 0, got {limit}")
+    if len(set(dispatchers)) != len(dispatchers):
+        raise CpdispatchError(f"compare: a dispatcher is listed twice: {','.join(dispatchers)}")
+    unknown = set(options) - set(dispatchers)
+    if unknown:
+        raise CpdispatchError(f"compare: options for dispatchers not compared: {', '.join(sorted(unknown))}")
+    disps = [make_dispatcher(n, options.get(n)) for n in dispatchers]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    variables = {n: array("d") for n in dispatchers}  # per instance, NaN: no model (8 bytes each)
+    solve_ms = {n: array("d") for n in dispatchers}
+    statuses: dict[str, Counter[str]] = {n: Counter() for n in dispatchers}
+    no_model: dict[str, Counter[str]] = {n: Counter() for n in dispatchers}
+    errors: dict[str, list[Any]] = {n: [0, ""] for n in dispatchers}  # count, first message
+    bar = _progress(progress, limit)
+    with open(out / "comparison.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for rec in itertools.islice(iter_recorded(path), limit):
+            for name, disp in zip(dispatchers, disps):
+                t0 = time.perf_counter()
+                try:
+                    dec = disp.decide(rec.snapshot)
+                except CpdispatchError:
+                    raise
+                except Exception as exc:  # one failing instance must not lose the comparison
+                    dec = Decision(status="error")
+                    errors[name][0] += 1
+                    errors[name][1] = errors[name][1] or f"instance {rec.index} (line {rec.line}): {exc!r}"
+                ms = (time.perf_counter() - t0) * 1e3
+                variables[name].append(math.nan if dec.variables is None else float(dec.variables))
+                solve_ms[name].append(ms)
+                statuses[name][dec.status] += 1
+                if dec.variables is None:
+                    no_model[name][dec.status] += 1
+                w.writerow([rec.index, name, _cell(dec.variables), _cell(dec.constraints), f"{ms:.3f}",
+                            _cell(dec.objective), dec.status])
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    stats = [_stats(n, np.asarray(variables[n]), np.asarray(solve_ms[n]), statuses[n], no_model[n], errors[n])
+             for n in dispatchers]
+    notes: list[str] = []
+    if len(dispatchers) >= 2:
+        a, b = dispatchers[0], dispatchers[1]
+        stats[0].update(_ratios(a, b, variables, solve_ms, out, notes))
+        if len(dispatchers) > 2:
+            notes.append(f"ratio plots compare the first two dispatchers only ({a} / {b})")
+    else:
+        notes.append("one dispatcher only: no ratio plots")
+    (out / "comparison_summary.txt").write_text(_summary_text(str(path), stats, disps, notes))
+    return stats
+
+
+def _stats(name: str, var: np.ndarray, ms: np.ndarray, statuses: Counter[str], no_model: Counter[str],
+           errors: list[Any]) -> dict[str, Any]:
+    model = ~np.isnan(var)
+    return {
+        "dispatcher": name,
+        "instances": int(ms.size),
+        "with_model": int(model.sum()),
+        "errors": errors[0],
+        "first_error": errors[1],
+        "statuses": dict(statuses.most_common()),
+        "no_model": dict(no_model.most_common()),
+        "solve_ms_mean": float(ms.mean()) if ms.size else math.nan,
+        "solve_ms_p50": float(np.percentile(ms, 50)) if ms.size else math.nan,
+        "solve_ms_p99": float(np.percentile(ms, 99)) if ms.size else math.nan,
+        "variables_mean": float(var[model].mean()) if model.any() else math.nan,
+    }
+
+
+def _ratios(a: str, b: str, variables: dict[str, array[float]], solve_ms: dict[str, array[float]],
+            out: Path, notes: list[str]) -> dict[str, Any]:
+    """Per-instance ratios a / b over instances where both built a model; draws Figures 6 and 7."""
+    va, vb = np.asarray(variables[a]), np.asarray(variables[b])
+    both = ~np.isnan(va) & ~np.isnan(vb) & (vb > 0)
+    idx = np.flatnonzero(both)
+    vr = va[both] / vb[both]
+    tr = np.asarray(solve_ms[a])[both] / np.maximum(np.asarray(solve_ms[b])[both], 1e-6)
+    skipped = int(va.size - idx.size)
+    if skipped:
+        notes.append(f"{skipped} of {va.size} instances left out of the ratio plots: {a} or {b} built no model "
+                     "there (fast path, empty queue, error); they are kept in comparison.csv")
+    _ratio_plot(idx, vr, out / "variables_ratio.png", f"Decision variables: {a} / {b}", [1.0, 0.1])
+    _ratio_plot(idx, tr, out / "time_ratio.png", f"Dispatching time: {a} / {b}", [1.0])
+    def share(x: np.ndarray) -> float:
+        return float(x.mean()) if x.size else math.nan
+    return {
+        "vs": b,
+        "ratio_instances": int(idx.size),
+        "variables_ratio_median": float(np.median(vr)) if vr.size else math.nan,
+        "variables_ratio_below_0.1": share(vr < 0.1),
+        "time_ratio_median": float(np.median(tr)) if tr.size else math.nan,
+        "time_ratio_below_1": share(tr < 1),
+        "time_ratio_0.01_to_1": share((tr >= 0.01) & (tr <= 1)),
+    }
+
+
+def _ratio_plot(idx: np.ndarray, ratio: np.ndarray, path: Path, title: str, lines: list[float]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    size = min(16.0, max(1.0, 20000.0 / max(1, ratio.size)))  # visible for 10 points, no blob for 600k
+    ax.scatter(idx, ratio, s=size, marker="o", linewidths=0, alpha=0.6, rasterized=True)
+    for y in lines:
+        ax.axhline(y, color="red" if y == 1.0 else "grey", linewidth=0.8, linestyle="--", label=f"ratio {y:g}")
+    ax.legend(loc="upper right", fontsize="small")
+    ax.set_yscale("log")
+    if not ratio.size:
+        ax.set_ylim(min(lines) / 10, max(lines) * 10)
+        ax.text(0.5, 0.5, "no instance where both dispatchers built a model", transform=ax.transAxes,
+                ha="center", va="center")
+    ax.set_xlabel("instance")
+    ax.set_ylabel("ratio")
+    ax.set_title(f"{title} ({ratio.size:,} instances)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _fmt(x: float, spec: str) -> str:
+    return "n/a" if math.isnan(x) else format(x, spec)
+
+
+def _summary_text(path: str, stats: list[dict[str, Any]], disps: list[Any], notes: list[str]) -> str:
+    lines = [f"instances replayed from {path}", ""]
+    for s, d in zip(stats, disps):
+        name = s["dispatcher"]
+        lines += [
+            f"{name}: {s['instances']:,} instances, {s['with_model']:,} with a model, {s['errors']:,} errors",
+            f"  solve ms: mean {_fmt(s['solve_ms_mean'], '.3f')}  p50 {_fmt(s['solve_ms_p50'], '.3f')}  "
+            f"p99 {_fmt(s['solve_ms_p99'], '.3f')}",
+            f"  variables: mean {_fmt(s['variables_mean'], '.1f')} (over instances with a model)",
+            "  status: " + ", ".join(f"{k} {v:,}" for k, v in s["statuses"].items()),
+        ]
+        if s["first_error"]:
+            lines.append(f"  first error: {s['first_error']}")
+        if s["no_model"]:
+            why = ", ".join(f"{k} {v:,}" for k, v in s["no_model"].items())
+            lines.append(f"  {sum(s['no_model'].values()):,} instances without a model size ({why})")
+            if getattr(d, "fastpath", False) is True:
+                lines.append(f"  to compare model sizes on more instances, disable the fast path: "
+                             f"-o {name}:fastpath=false")
+    if "vs" in stats[0]:
+        s = stats[0]
+        lines += [
+            "",
+            f"ratios {s['dispatcher']} / {s['vs']} over {s['ratio_instances']:,} instances where both built a model:",
+            f"  variables: median {_fmt(s['variables_ratio_median'], '.4g')}, "
+            f"share < 0.1: {_fmt(s['variables_ratio_below_0.1'], '.1%')}",
+            f"  dispatching time: median {_fmt(s['time_ratio_median'], '.4g')}, "
+            f"share < 1: {_fmt(s['time_ratio_below_1'], '.1%')}, "
+            f"share in [0.01, 1]: {_fmt(s['time_ratio_0.01_to_1'], '.1%')}",
+        ]
+    if notes:
+        lines += ["", *(f"note: {n}" for n in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _progress(enabled: bool | None, total: int | None) -> Any:
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="instance", desc="replaying", file=sys.stderr)
