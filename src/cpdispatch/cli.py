@@ -292,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "limit_jobs", None) is not None and args.limit_jobs < 1:
+        parser.error("--limit-jobs must be at least 1")
     try:
         return int(args.func(args))
     except CpdispatchError as exc:
