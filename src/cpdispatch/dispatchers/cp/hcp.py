@@ -1,0 +1,104 @@
+"""HCP'19 and its ablation (CP 2019 paper, Sect. 2.2-4; reference notes 2.6-2.7).
+
+Hybrid: CP-SAT schedules the jobs against each resource type's system total (one cumulative per
+type, node boundaries ignored), then the jobs planned at 0 are placed by best fit in priority
+order, skipping those the nodes cannot hold (they wait for the next call).
+
+Versions (only these differ): `hcp` — the first jobs in queue order, EWT-weighted waiting, no
+clamp, the time limit doubled only while no solution (`time_policy=paper`); `hcp1` — fit-now
+selection, EWT priority, no clamp; `hcp2` — plus the clamp; `hcp3` = `hcp19` — slowdown priority
+and objective.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from ..base import registered
+from .frontend import CpDispatcher, cp_options
+from .instance import BuiltModel, Instance, Plan
+from .objectives import expression
+
+
+class HcpModel(BuiltModel):
+    """One interval per job; running jobs fixed at [0, remaining); a cumulative per requested type
+    on the system total. A running job whose remaining time is <= 0 (no clamp) holds nothing."""
+
+    def __init__(self, instance: Instance, objective_kind: str) -> None:
+        super().__init__(instance, objective_kind)
+        m, h = self.model, instance.horizon
+        totals = instance.system.totals
+        kinds = [k for k in range(len(totals)) if any(j.req[k] > 0 for j in instance.jobs)]
+        demands: dict[int, list[int]] = {k: [] for k in kinds}
+        intervals: list[cp_model.IntervalVar] = []
+        for r in instance.running:
+            if r.remaining > 0 and any(r.req[k] > 0 for k in kinds):
+                intervals.append(m.new_fixed_size_interval_var(0, r.remaining, f"run_{r.id}"))
+                for k in kinds:
+                    demands[k].append(r.units * r.req[k])
+        for j in instance.jobs:
+            s = m.new_int_var(0, h, f"s_{j.id}")
+            self.start_vars[j.id] = s
+            intervals.append(m.new_fixed_size_interval_var(s, max(0, j.duration), f"job_{j.id}"))
+            for k in kinds:
+                demands[k].append(j.units * j.req[k])
+        for k in kinds:
+            pairs = [(iv, d) for iv, d in zip(intervals, demands[k]) if d > 0]
+            m.add_cumulative([iv for iv, _ in pairs], [d for _, d in pairs], totals[k])
+        m.minimize(expression(objective_kind, m, instance, self.start_vars))
+
+    def add_hint(self, plan: Plan) -> None:
+        h = self.instance.horizon
+        for job_id, var in self.start_vars.items():
+            if job_id in plan.starts:
+                self.model.add_hint(var, min(max(0, plan.starts[job_id]), h))
+
+    def extract(self, solver: object) -> Plan:
+        value = solver.value  # type: ignore[attr-defined]
+        return Plan(starts={j: int(value(v)) for j, v in self.start_vars.items()})
+
+    def add_search(self) -> None:
+        """The custom search of the CP'19 code: earliest start first, ties by priority order."""
+        self.model.add_decision_strategy(
+            [self.start_vars[j.id] for j in self.instance.jobs],
+            cp_model.CHOOSE_LOWEST_MIN,
+            cp_model.SELECT_MIN_VALUE,
+        )
+
+
+class _Hcp(CpDispatcher):
+    objective_kind = "ewt_wait"
+
+    def build(self, instance: Instance) -> BuiltModel:
+        return HcpModel(instance, self.objective_kind)
+
+
+@registered()
+class Hcp(_Hcp):
+    name = "hcp"
+    summary = "HCP base (CP'19 ablation): first jobs in queue order, EWT waiting, no clamp"
+    selection = "queue"
+    paper_policy = "doubling"
+    options = cp_options(clamp=False, priority="ewt", ewt="default=1800")
+
+
+@registered()
+class Hcp1(_Hcp):
+    name = "hcp1"
+    summary = "HCP1: fit-now selection, EWT priority and waiting objective, no clamp"
+    options = cp_options(clamp=False, priority="ewt")
+
+
+@registered()
+class Hcp2(_Hcp):
+    name = "hcp2"
+    summary = "HCP2: HCP1 plus the underestimation fix (durations >= 1)"
+    options = cp_options(clamp=True, priority="ewt")
+
+
+@registered("hcp19")
+class Hcp3(_Hcp):
+    name = "hcp3"
+    summary = "HCP'19 (= HCP3): slowdown priority and objective, cumulative on totals, best-fit allocation"
+    objective_kind = "slowdown"
+    options = cp_options(clamp=True, priority="slowdown")

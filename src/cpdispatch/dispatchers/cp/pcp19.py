@@ -1,0 +1,404 @@
+"""PCP'19 (CP 2019 paper, Sect. 2.2-4; reference notes 2.1-2.5, 2.9) and its ablation PCP, PCP1-3:
+scheduling and per-node allocation in one CP-SAT model. `PerNodeModel` is also the model of the
+2014 Eurora dispatcher (`eurora14`).
+
+The original (OR-Tools' legacy CP solver) gives each queued job one interval and, per node, as
+many optional *unit* intervals as units fit there, tied by a k-of-n `Alternative` (exactly n_j unit
+intervals present, all synchronised with the job), and one cumulative per (node, type). CP-SAT has
+no k-of-n alternative, and the unit intervals of one job on one node are interchangeable, so the
+model counts them (reference notes, "Mapping to OR-Tools CP-SAT", PCP'19 paragraph):
+
+* per queued job j: a start s_j in [0, H] (H = the instance's end of horizon);
+* per candidate node k of j: a unit count u_jk in [0, min(fit_jk, n_j)], where fit_jk is the number
+  of units of j that fit in node k's *current free* amounts (the original's restriction: a queued
+  job may only use nodes with room now; `free_now=False` uses the node's full capacity instead, as
+  the PCP base version and the 2014 model do); sum_k u_jk = n_j (the alternative's "exactly n_j");
+* a presence literal b_jk <=> u_jk >= 1 (posted as u_jk <= cap * b_jk and u_jk >= b_jk; when the cap
+  is 1 the count is itself the literal) and an optional fixed-size interval [s_j, s_j + d_j) present
+  iff b_jk (the alternative's synchronisation: every unit interval shares the job's start);
+* per node k and type r: AddCumulative over the optional intervals on k with affine demands
+  u_jk * a_jr (the constant a_jr when at most one unit fits: an absent interval demands nothing),
+  plus the running jobs' fixed intervals [0, remaining) with their usage on k, capacity cap_kr.
+  A cumulative whose largest possible load fits anyway is not posted (the original drops those of
+  types nobody requests; this also drops e.g. memory on nodes where it never binds);
+* optionally (`redundant=True`) one cumulative per type over mandatory job intervals with demand
+  n_j * a_jr and the system total as capacity: implied by the per-node ones, it gives propagation
+  and the fixed search the aggregated (HCP) view before the counts are fixed.
+
+Interval lengths are taken >= 1 even when the front end's clamp is off (as in `greedy` and PCP'20):
+a running job holds its nodes now whatever its prediction, so a job planned at 0 really fits now.
+The ablation's documented effect of no clamp remains: the horizon (sum of remaining times and
+durations) shrinks with underestimated running jobs and can make the instance infeasible.
+
+The model's size grows with the number of candidate nodes per job: that is the point of the
+comparison with PCP'20, whose size does not depend on the system size.
+
+Dispatchers (only these differ, reference notes 2.1):
+
+* `pcp` — every queued job (queue order, `q_length` huge), full node capacity, EWT tardiness, no
+  clamp; `time_policy=paper`: 60 s, and 120 s more when the best plan starts nothing now.
+* `pcp1` — fit-now selection of up to 100 jobs, EWT priority and tardiness objective, no clamp;
+  `time_policy=paper`: 1 -> 16 s doubling, stop on optimum or k = 2 equal values.
+* `pcp2` — pcp1 plus the underestimation fix (durations and remaining times >= 1).
+* `pcp3` = `pcp19` — slowdown priority and objective.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ...allocators import best_fit
+from ...system import units_fitting
+from ..base import Option, registered
+from . import objectives
+from .frontend import CpDispatcher, cp_options
+from .greedy import _Profile
+from .instance import BuiltModel, CpJob, Instance, Plan
+
+#: PCP base time policy (notes 2.4): a first solve, then one with a doubled limit when the best
+#: plan starts nothing now (the original's bound was 125 s).
+PCP_BASE_LIMITS = (60.0, 120.0)
+
+
+class PerNodeModel(BuiltModel):
+    """Scheduling + per-node unit counts for every queued job of `instance` (see the module doc).
+
+    `free_now`: candidate nodes and per-node caps from the current free amounts (PCP1-3) instead of
+    the full capacity (PCP base, Eurora'14). `redundant`: add the per-type total cumulative.
+    `bounds`: extra constraints `objective(kind) <= value` (the 2014 composite objectives).
+    `objective_kind=None` posts no objective (feasibility only).
+
+    Jobs that cannot get n_j units from their candidate nodes (possible only with `free_now` when
+    the front end did not filter them) are left out of the model, listed in `dropped`, and never
+    appear in the extracted plan, as in the original ("dropped from the model and not dispatched").
+    """
+
+    def __init__(
+        self,
+        instance: Instance,
+        objective_kind: str | None,
+        *,
+        free_now: bool = True,
+        redundant: bool = True,
+        bounds: Mapping[str, int] | None = None,
+    ) -> None:
+        super().__init__(instance, objective_kind or "")
+        m = self.model
+        horizon = max(0, instance.horizon)
+        base = instance.free if free_now else instance.capacity
+        capacity = instance.capacity
+        n_nodes, n_types = capacity.shape
+        self.free_now = free_now
+
+        #: per job: its candidate nodes with their count variable (node order)
+        self.counts: dict[str, list[tuple[int, cp_model.IntVar]]] = {}
+        #: per job: the presence literal of each candidate node (aligned with `counts`)
+        self.presence: dict[str, list[cp_model.IntVar]] = {}
+        #: per job: the most units each node may take (0 = not a candidate), over all nodes
+        self.caps: dict[str, np.ndarray] = {}
+        self.dropped: list[str] = []
+        self._repaired: Plan | None = None
+
+        # per node: (interval, count expression or constant, per-unit request, largest count)
+        on_node: dict[int, list[tuple[cp_model.IntervalVar, Any, tuple[int, ...], int]]] = {}
+        fit_cache: dict[tuple[int, ...], np.ndarray] = {}
+        kept: list[CpJob] = []
+        for job in instance.jobs:
+            fit = fit_cache.get(job.req)
+            if fit is None:
+                if any(a > 0 for a in job.req):
+                    fit = units_fitting(base, job.req)
+                else:  # a job asking for nothing: any one node will do, keep the model small
+                    fit = np.zeros(n_nodes, dtype=np.int64)
+                    fit[0] = job.units
+                fit_cache[job.req] = fit
+            caps = np.minimum(fit, job.units)
+            nodes = np.flatnonzero(caps)
+            if int(caps[nodes].sum()) < job.units:
+                self.dropped.append(job.id)
+                continue
+            kept.append(job)
+            self.caps[job.id] = caps
+            start = m.new_int_var(0, horizon, f"s_{job.id}")
+            self.start_vars[job.id] = start
+            length = max(1, job.duration)
+            pairs: list[tuple[int, cp_model.IntVar]] = []
+            lits: list[cp_model.IntVar] = []
+            for k, cap in zip(nodes.tolist(), caps[nodes].tolist()):
+                if cap == 1:
+                    u = b = m.new_bool_var("")
+                else:
+                    u = m.new_int_var(0, cap, "")
+                    b = m.new_bool_var("")
+                    m.add(u <= cap * b)  # b = 0 -> no unit on k
+                    m.add(u >= b)  # b = 1 -> at least one unit on k
+                iv = m.new_optional_fixed_size_interval_var(start, length, b, "")
+                # an absent interval demands nothing: with one unit at most, the demand is constant
+                on_node.setdefault(k, []).append((iv, 1 if cap == 1 else u, job.req, cap))
+                pairs.append((k, u))
+                lits.append(b)
+            m.add(cp_model.LinearExpr.sum([u for _, u in pairs]) == job.units)
+            self.counts[job.id] = pairs
+            self.presence[job.id] = lits
+        self.kept: tuple[CpJob, ...] = tuple(kept)
+
+        # running jobs: one fixed interval [0, max(1, remaining)) each, with their units per node
+        running: list[tuple[cp_model.IntervalVar, tuple[int, ...], int]] = []
+        for r in instance.running:
+            if not r.nodes:
+                continue
+            iv = m.new_fixed_size_interval_var(0, max(1, r.remaining), f"run_{r.id}")
+            running.append((iv, r.req, r.units))
+            uniq, counts = np.unique(np.asarray(r.nodes, dtype=np.int64), return_counts=True)
+            for k, c in zip(uniq.tolist(), counts.tolist()):
+                if k in on_node:
+                    on_node[k].append((iv, c, r.req, c))
+
+        # per node and type: a cumulative, unless the largest possible load fits anyway
+        self.cumulatives = 0
+        for k, entries in on_node.items():
+            for t in range(n_types):
+                users = [(iv, d, req[t], mx) for iv, d, req, mx in entries if req[t] > 0]
+                cap_kt = int(capacity[k, t])
+                if sum(a * mx for _, _, a, mx in users) <= cap_kt:
+                    continue
+                m.add_cumulative([iv for iv, _, _, _ in users], [d * a for _, d, a, _ in users], cap_kt)
+                self.cumulatives += 1
+
+        # redundant per-type cumulative over the whole system
+        if redundant and kept:
+            job_ivs = [m.new_fixed_size_interval_var(self.start_vars[j.id], max(1, j.duration), "") for j in kept]
+            totals = capacity.sum(axis=0)
+            for t in range(n_types):
+                ivs = [iv for iv, j in zip(job_ivs, kept) if j.req[t] > 0]
+                dem = [j.units * j.req[t] for j in kept if j.req[t] > 0]
+                ivs += [iv for iv, req, _ in running if req[t] > 0]
+                dem += [units * req[t] for _, req, units in running if req[t] > 0]
+                if ivs and sum(dem) > int(totals[t]):
+                    m.add_cumulative(ivs, dem, int(totals[t]))
+                    self.cumulatives += 1
+
+        # objective (and the composite bounds) over the jobs in the model
+        first_aux = len(m.proto.variables)
+        self.sub_instance = instance if not self.dropped else _with_jobs(instance, self.kept)
+        self.objective: cp_model.LinearExprT | None = None
+        if objective_kind:
+            self.objective = objectives.expression(objective_kind, m, self.sub_instance, self.start_vars)
+            m.minimize(self.objective)
+        for kind, value in (bounds or {}).items():
+            m.add(objectives.expression(kind, m, self.sub_instance, self.start_vars) <= value)
+        self._aux = list(range(first_aux, len(m.proto.variables)))
+
+    # -- hooks ---------------------------------------------------------------------------------------
+
+    def add_hint(self, plan: Plan) -> None:
+        """Hint every variable from a complete plan (start and node of every unit of every job).
+
+        A plan this model cannot express (with `free_now`, the front end's greedy may place a later
+        start on a node that has no room now) is replaced by `restricted_greedy`'s plan, the
+        original's first solution (a list schedule over the candidate nodes only)."""
+        if not self.consistent(plan):
+            if self._repaired is None:
+                self._repaired = restricted_greedy(self)
+            if self._repaired is not None:
+                plan = self._repaired
+        m = self.model
+        m.clear_hints()
+        n_nodes = self.instance.capacity.shape[0]
+        for job in self.kept:
+            s = plan.starts.get(job.id)
+            if s is None:
+                continue
+            m.add_hint(self.start_vars[job.id], min(max(0, s), max(0, self.instance.horizon)))
+            used = np.bincount(np.asarray(plan.nodes.get(job.id, ()), dtype=np.int64), minlength=n_nodes)
+            for (k, u), b in zip(self.counts[job.id], self.presence[job.id]):
+                m.add_hint(u, int(used[k]))
+                if b is not u:
+                    m.add_hint(b, int(used[k] > 0))
+        if all(j.id in plan.starts for j in self.kept):
+            self._hint_aux(plan.starts)
+
+    def consistent(self, plan: Plan) -> bool:
+        """Does `plan` give every job a start and at most its cap of units on each node?"""
+        for job in self.kept:
+            nodes = plan.nodes.get(job.id)
+            if job.id not in plan.starts or nodes is None or len(nodes) != job.units:
+                return False
+            if nodes:
+                caps = self.caps[job.id]
+                uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
+                if uniq[0] < 0 or uniq[-1] >= caps.size or (counts > caps[uniq]).any():
+                    return False
+        return True
+
+    def _hint_aux(self, starts: Mapping[str, int]) -> None:
+        """Hint the objective's auxiliary variables (named by `objectives.expression`)."""
+        by_id = {j.id: j for j in self.kept}
+        makespan = objectives.evaluate("makespan", self.sub_instance, starts)
+        for index in self._aux:
+            var = self.model.get_int_var_from_proto_index(index)
+            name = var.name
+            if name == "makespan":
+                self.model.add_hint(var, makespan)
+            elif name.startswith("tard_") and name[5:] in by_id:
+                j = by_id[name[5:]]
+                self.model.add_hint(var, max(0, starts[j.id] + j.wait - j.ewt))
+            elif name.startswith("late_") and name[5:] in by_id:
+                j = by_id[name[5:]]
+                self.model.add_hint(var, int(starts[j.id] + j.wait > j.ewt))
+
+    def extract(self, solver: object) -> Plan:
+        """Start of every job in the model and its nodes (node k repeated u_jk times)."""
+        value = solver.Value  # type: ignore[attr-defined]
+        plan = Plan()
+        for job in self.kept:
+            plan.starts[job.id] = int(value(self.start_vars[job.id]))
+            nodes: list[int] = []
+            for k, u in self.counts[job.id]:
+                nodes.extend([k] * int(value(u)))
+            plan.nodes[job.id] = tuple(nodes)
+        return plan
+
+    def add_search(self) -> None:
+        """Starts in priority order (earliest possible start first, at its minimum), then the counts
+        (node order, as many units as possible): the original's list-scheduling dive."""
+        m = self.model
+        starts = [self.start_vars[j.id] for j in self.kept]
+        if starts:
+            m.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+        counts = [u for j in self.kept for _, u in self.counts[j.id]]
+        if counts:
+            m.add_decision_strategy(counts, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+
+
+def restricted_greedy(built: PerNodeModel) -> Plan | None:
+    """The front end's priority-list schedule (`greedy`), restricted to what `built` allows: each
+    job at its earliest feasible start, by best fit over its candidate nodes, at most its cap of
+    units per node. None if some job finds no start within the horizon."""
+    inst = built.instance
+    kinds = [k for k in range(len(inst.system.types)) if any(j.req[k] > 0 for j in built.kept)]
+    prof = _Profile(inst, kinds)
+    plan = Plan()
+    for job in built.kept:
+        req = tuple(job.req[k] for k in kinds)
+        vec = np.asarray(req, dtype=np.int64)
+        d = max(1, job.duration)
+        caps = built.caps[job.id]
+        idx, ends = prof.candidates(vec * job.units, d)
+        for i, end in zip(idx.tolist(), ends.tolist()):
+            if prof.times[i] > inst.horizon:
+                return None
+            room = prof.window_room(i, end, req, job.units)
+            if room is None:
+                continue
+            cand, low = room
+            allowed = caps[cand]
+            keep = allowed > 0
+            cand, low, allowed = cand[keep], low[keep], allowed[keep]
+            low = np.where(vec > 0, np.minimum(low, allowed[:, None] * vec), low)  # at most `cap` units
+            picked = best_fit(low, prof.capacity[cand], req, job.units)
+            if picked is None:
+                continue
+            nodes = tuple(cand[list(picked)].tolist()) if picked else ()
+            # materialise the segment at the job's end first: `_Profile.occupy` only subtracts from
+            # existing segments, and a later one derived lazily would inherit the job's usage
+            prof.array(min(bisect_left(prof.times, prof.times[i] + d), len(prof.times) - 1))
+            prof.occupy(prof.times[i], d, nodes, req)
+            plan.starts[job.id] = prof.times[i]
+            plan.nodes[job.id] = nodes
+            break
+        else:
+            return None
+    return plan
+
+
+def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
+    return Instance(
+        time=instance.time,
+        system=instance.system,
+        jobs=jobs,
+        running=instance.running,
+        free=instance.free,
+        horizon=instance.horizon,
+    )
+
+
+# -- dispatchers ---------------------------------------------------------------------------------
+
+_REDUNDANT = Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model")
+_FREE_NOW = Option("free_now", True, "queued jobs only on nodes with room now (the original's restriction)")
+_FULL_CAPACITY = Option("free_now", False, "queued jobs only on nodes with room now (PCP1-3's restriction)")
+
+
+class PerNodeDispatcher(CpDispatcher):
+    """CP'19 PCP family: the front end with `PerNodeModel`. `free_now` (option) restricts queued
+    jobs to the nodes with room now (PCP1-3, the original); false lets plans use every node."""
+
+    objective_kind = "tardiness"
+    options = cp_options(clamp=False, priority="ewt") + (_FREE_NOW, _REDUNDANT)
+    free_now: bool
+    redundant: bool
+
+    def build(self, instance: Instance) -> BuiltModel:
+        return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant)
+
+
+@registered()
+class Pcp(PerNodeDispatcher):
+    name = "pcp"
+    summary = "PCP base (CP'19 ablation): every queued job, full node capacity, EWT tardiness, no clamp"
+    selection = "queue"
+    paper_policy = "pcp-base"
+    options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT)
+
+    def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan | None, bool, bool]:
+        """`time_policy=paper`: 60 s; when the best plan starts nothing now, 120 s more (notes 2.4).
+        The retry is skipped when the first solve proved optimality or infeasibility (it would
+        return the same plan). Deterministic-time limits scale the same way when set."""
+        if self.policy != "pcp-base":
+            return super().run_policy(built, greedy)
+        best: Plan | None = None
+        best_obj: int | None = None
+        optimal = False
+        first = PCP_BASE_LIMITS[0]
+        for seconds in PCP_BASE_LIMITS:
+            det = self.deterministic_time * seconds / first if self.deterministic_time > 0 else 0.0
+            status, plan = self.solve_once(built, best or greedy, 0.0 if det else seconds, det)
+            if plan is not None:
+                obj = objectives.evaluate(self.objective_kind, built.instance, plan.starts)
+                if best_obj is None or obj < best_obj:
+                    best, best_obj = plan, obj
+            optimal = status == cp_model.OPTIMAL
+            if optimal or status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+                break
+            if best is not None and 0 in best.starts.values():
+                break
+        solved = best is not None and 0 in best.starts.values()
+        return best, optimal, solved
+
+
+@registered()
+class Pcp1(PerNodeDispatcher):
+    name = "pcp1"
+    summary = "PCP1: fit-now selection (q_length 100), EWT priority and tardiness, no clamp"
+
+
+@registered()
+class Pcp2(PerNodeDispatcher):
+    name = "pcp2"
+    summary = "PCP2: PCP1 plus the underestimation fix (durations and remaining times >= 1)"
+    options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT)
+
+
+@registered("pcp19")
+class Pcp3(PerNodeDispatcher):
+    name = "pcp3"
+    summary = "PCP'19 (= PCP3): slowdown priority and objective, per-node allocation in CP"
+    objective_kind = "slowdown"
+    options = cp_options(clamp=True, priority="slowdown") + (_FREE_NOW, _REDUNDANT)
+

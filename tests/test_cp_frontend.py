@@ -1,0 +1,299 @@
+"""The CP front end: priorities, fit-now selection, clamping, fast path, queue-length control,
+decision extraction and its safety nets (never worse than greedy, never crashes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cpdispatch.allocators import best_fit
+from cpdispatch.dispatchers.cp.frontend import CpDispatcher, cp_options, eligible, extract_starts, fast_path
+from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.hcp import Hcp3, HcpModel
+from cpdispatch.dispatchers.cp.instance import BuiltModel, Instance, Plan
+from cpdispatch.errors import CpdispatchError
+from cpdispatch.job import Job
+from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot, Start
+from cpdispatch.system import NodeGroup, System
+
+
+def snapshot(system: System, queued: list[tuple[Job, int]], running: list[RunningJob] = (), now: int = 100) -> Snapshot:  # type: ignore[assignment]
+    free = np.array(system.capacity, dtype=np.int64)
+    for r in running:
+        for k in r.nodes:
+            free[k] -= np.asarray(r.job.req)
+    assert (free >= 0).all()
+    free.setflags(write=False)
+    return Snapshot(now, system, tuple(QueuedJob(j, p) for j, p in queued), tuple(running), free)
+
+
+def job(jid: str, submit: int, units: int = 1, req: tuple[int, ...] = (1,), queue: str = "") -> Job:
+    return Job(jid, submit, units, req, 100, 100, queue=queue)
+
+
+ONE = System.build("one", [NodeGroup("n", 1, {"core": 4})])
+TWO = System.build("two", [NodeGroup("n", 2, {"core": 2})])
+
+
+def ids(qs: list[QueuedJob]) -> list[str]:
+    return [q.job.id for q in qs]
+
+
+# -- priorities -----------------------------------------------------------------------------------
+
+
+def test_slowdown_priority_with_area_tie_break_and_zero_durations() -> None:
+    # now 100: a waits 50 for 50 (slowdown 2), b waits 90 for 90 (2), c waits 20 for 10 (3),
+    # z has duration 0 and waits 60: its slowdown is max(1, wait) = 60
+    a, b, c, z = job("a", 50, units=2), job("b", 10), job("c", 80), job("z", 40)
+    snap = snapshot(ONE, [(a, 50), (b, 90), (c, 10), (z, 0)])
+    order = ids(Hcp3().order(snap))
+    assert order == ["z", "c", "b", "a"]  # a and b tie on slowdown; area 90*1 < 50*2
+
+
+def test_duration_tie_break_before_area() -> None:
+    class WithDuration(Hcp3):
+        duration_tiebreak = True
+
+    a, b = job("a", 50, units=1), job("b", 0, units=1)  # slowdown 2 both
+    snap = snapshot(ONE, [(a, 50), (b, 100)])
+    assert ids(Hcp3().order(snap)) == ["a", "b"]  # area 50 < 100
+    big_short = job("s", 90, units=4)  # duration 10, wait 10: slowdown 2, area 40
+    snap = snapshot(ONE, [(job("l", 70, units=1), 30), (big_short, 10)])  # l: wait 30, d 30, area 30
+    assert ids(Hcp3().order(snap)) == ["l", "s"]
+    assert ids(WithDuration().order(snap)) == ["s", "l"]
+
+
+def test_ewt_priority_intended_and_shipped() -> None:
+    """Eurora queues: the intended key weighs the wait by max_ewt / ewt; the shipped precedence
+    slip (-(max_ewt * now - submit + 1) / ewt) sorts mainly by EWT."""
+    debug = job("debug", 990, queue="debug")  # waited 10 s in a 60-s queue
+    longpar = job("longpar", 0, queue="longpar")  # waited 1000 s in a 3600-s queue
+    snap = snapshot(ONE, [(debug, 10), (longpar, 10)], now=1000)
+    assert ids(Hcp3(priority="ewt", ewt="eurora").order(snap)) == ["longpar", "debug"]  # 1001 > 660
+    assert ids(Hcp3(priority="ewt-shipped", ewt="eurora").order(snap)) == ["debug", "longpar"]
+    d = Hcp3(ewt="debug=60,parallel=600,default=999")
+    assert d.ewt_of(job("x", 0, queue="parallel")) == 600 and d.ewt_of(job("x", 0, queue="other")) == 999
+    assert Hcp3().ewt_of(job("x", 0)) == 1600
+
+
+def test_bad_options_are_refused() -> None:
+    for bad in ({"priority": "fifo"}, {"time_policy": "slow"}, {"search": "dfs"}, {"q_length": 0},
+                {"ewt": "debug"}, {"nope": 1}):
+        with pytest.raises(CpdispatchError):
+            Hcp3(**bad)
+    with pytest.raises(ValueError):
+        cp_options(nope=1)
+
+
+# -- selection ------------------------------------------------------------------------------------
+
+
+def test_fit_now_uses_nodes_not_totals() -> None:
+    free = np.array([[2], [2]])
+    jobs = [job("3cores", 0, 1, (3,)), job("2x2", 0, 2, (2,)), job("3x1", 0, 3, (1,)), job("5x1", 0, 5, (1,)),
+            job("zero", 0, 3, (0,))]
+    assert eligible(free, jobs) == [False, True, True, False, True]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=2), min_size=1, max_size=5),
+       st.lists(st.tuples(st.integers(1, 6), st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=8))
+def test_fit_now_matches_the_definition(free_rows: list[list[int]], reqs: list[tuple[int, int, int]]) -> None:
+    free = np.array(free_rows, dtype=np.int64)
+    jobs = [job(str(i), 0, u, (a, b)) for i, (u, a, b) in enumerate(reqs)]
+    want = []
+    for j in jobs:
+        per_node = [min((f // a for f, a in zip(row, j.req) if a > 0), default=j.units) for row in free_rows]
+        want.append(sum(min(x, j.units) for x in per_node) >= j.units)
+    assert eligible(free, jobs) == want
+
+
+def test_selection_takes_eligible_jobs_in_priority_order_up_to_q_length() -> None:
+    running = [RunningJob(job("r", 0, 1, (2,)), 0, 500, (0,))]
+    queued = [(job("old_big", 0, 1, (4,)), 100), (job("a", 10, 1, (1,)), 100), (job("b", 20, 1, (1,)), 100),
+              (job("c", 30, 1, (1,)), 100)]
+    snap = snapshot(ONE, queued, running)
+    d = Hcp3(q_length=2)
+    assert ids(d.select(snap, d.order(snap))) == ["a", "b"]  # old_big does not fit now
+    d.cur_q_length = 1
+    assert ids(d.select(snap, d.order(snap))) == ["a"]
+
+
+def test_clamp_on_and_off() -> None:
+    running = [RunningJob(job("late", 0, 1, (1,)), 0, 60, (0,)), RunningJob(job("ok", 90, 1, (1,)), 90, 30, (0,))]
+    queued = [(job("zero", 50), 0), (job("five", 60), 5)]
+    snap = snapshot(ONE, queued, running)
+    on, off = Hcp3(), Hcp3(clamp=False)
+    inst_on = on.instance(snap, list(snap.queued))
+    inst_off = off.instance(snap, list(snap.queued))
+    assert [r.remaining for r in inst_on.running] == [1, 20] and [r.remaining for r in inst_off.running] == [-40, 20]
+    assert [j.duration for j in inst_on.jobs] == [1, 5] and [j.duration for j in inst_off.jobs] == [0, 5]
+    assert inst_on.horizon == 27 and inst_off.horizon == 1  # max(1, -40 + 20 + 0 + 5)
+    assert [r.elapsed for r in inst_on.running] == [100, 10] and [j.wait for j in inst_on.jobs] == [50, 40]
+
+
+# -- fast path ------------------------------------------------------------------------------------
+
+
+def test_fast_path_starts_the_whole_queue_when_it_fits() -> None:
+    queued = [(job("a", 0, 2, (1,)), 10), (job("b", 5, 1, (2,)), 10)]
+    snap = snapshot(TWO, queued)
+    dec = Hcp3().decide(snap)
+    assert dec.status == "fastpath" and {s.job_id for s in dec.starts} == {"a", "b"}
+    assert sorted(n for s in dec.starts for n in s.nodes) in ([0, 0, 1], [0, 1, 1])
+    assert Hcp3(fastpath=False).decide(snap).status == "optimal"  # greedy starts all now: optimal
+
+
+def test_no_fast_path_when_one_job_cannot_start() -> None:
+    queued = [(job("a", 0, 2, (1,)), 10), (job("b", 5, 1, (2,)), 10), (job("c", 6, 1, (2,)), 10)]
+    snap = snapshot(TWO, queued)
+    assert fast_path(snap, Hcp3().order(snap)) is None
+    dec = Hcp3().decide(snap)
+    assert dec.status in {"optimal", "feasible"} and len(dec.starts) == 2
+
+
+# -- queue length, fallbacks, extraction ----------------------------------------------------------
+
+
+class Broken(Hcp3):
+    """A model that cannot be solved (infeasible) or cannot even be built."""
+
+    mode = "infeasible"
+
+    def build(self, instance: Instance) -> BuiltModel:
+        if self.mode == "raise":
+            raise RuntimeError("builder bug")
+        built = HcpModel(instance, self.objective_kind)
+        first = built.start_vars[instance.jobs[0].id]
+        built.model.add(first > instance.horizon)
+        return built
+
+
+def contended() -> Snapshot:
+    return snapshot(TWO, [(job("a", 0, 2, (2,)), 10), (job("b", 1, 1, (2,)), 10), (job("c", 2, 1, (1,)), 10)])
+
+
+@pytest.mark.parametrize("mode", ["infeasible", "raise"])
+def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy(mode: str) -> None:
+    d = Broken(q_length=8)
+    d.mode = mode
+    snap = contended()
+    dec = d.decide(snap)
+    assert dec.status == "fallback" and [s.job_id for s in dec.starts] == ["a"]  # greedy's start-0 job
+    assert d.cur_q_length == 4
+    lengths = []
+    for _ in range(3):
+        d.decide(snap)
+        lengths.append(d.cur_q_length)
+    # 4 -> 2 -> 1; with one job the greedy plan starts everything now: solved, back to q_length
+    assert lengths == [2, 1, 8]
+    d.cur_q_length = 2
+    d.build = lambda instance: HcpModel(instance, "slowdown")  # type: ignore[method-assign]
+    d.decide(snap)
+    assert d.cur_q_length == 8
+
+
+def test_pcp20_policy_halves_the_planned_count() -> None:
+    d = Broken(q_length=100, time_policy="pcp20", deterministic_time=0.01, max_retries=1)
+    d.decide(contended())
+    assert d.cur_q_length == 1  # min(100, 3 planned) // 2
+
+
+def test_invalid_plan_nodes_are_dropped_and_counted() -> None:
+    snap = contended()
+    d = Hcp3()
+    inst = d.instance(snap, d.select(snap, d.order(snap)))
+    plan = Plan(starts={"a": 0, "b": 0, "c": 0}, nodes={"a": (0, 1), "b": (0,), "c": (0, 0)})
+    starts, dropped = extract_starts(snap, inst, plan)
+    assert starts == (Start("a", (0, 1)),) and dropped == 2  # b: node 0 already full; c: 2 nodes for 1 unit
+
+
+def test_hcp_style_plans_are_allocated_by_best_fit_with_skipping() -> None:
+    snap = contended()
+    d = Hcp3()
+    inst = d.instance(snap, d.select(snap, d.order(snap)))
+    starts, dropped = extract_starts(snap, inst, Plan(starts={"a": 0, "b": 0, "c": 5}))
+    assert starts == (Start("a", (0, 1)),) and dropped == 0  # b skipped: no room after a
+
+
+class Liar(Hcp3):
+    """A model whose extracted plans are bad (all jobs late): the greedy plan must win."""
+
+    def build(self, instance: Instance) -> BuiltModel:
+        built = HcpModel(instance, self.objective_kind)
+        built.extract = lambda solver: Plan(  # type: ignore[method-assign]
+            starts={j.id: instance.horizon for j in instance.jobs})
+        return built
+
+
+def test_never_worse_than_greedy() -> None:
+    snap = contended()
+    dec = Liar().decide(snap)
+    inst = Hcp3().instance(snap, Hcp3().select(snap, Hcp3().order(snap)))
+    assert dec.status == "fallback"
+    assert dec.objective == plan_objective("slowdown", inst, greedy_plan(inst))
+    assert [s.job_id for s in dec.starts] == ["a"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000))
+def test_decisions_are_valid_and_never_worse_than_greedy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sys_ = System.build("r", [NodeGroup("a", 2, {"core": 4, "mem": 4}), NodeGroup("b", 2, {"core": 2, "mem": 8})])
+    free = np.array(sys_.capacity)
+    running = []
+    for i in range(int(rng.integers(0, 4))):
+        req = (int(rng.integers(1, 3)), int(rng.integers(0, 3)))
+        nodes = best_fit(free, sys_.capacity, req, 1)
+        if nodes is not None:
+            running.append(RunningJob(job(f"r{i}", 0, 1, req), 0, int(rng.integers(1, 300)), nodes))
+    queued = [(job(f"q{i}", int(rng.integers(0, 100)), int(rng.integers(1, 4)),
+                   (int(rng.integers(1, 3)), int(rng.integers(0, 4)))), int(rng.integers(0, 200))) for i in range(6)]
+    snap = snapshot(sys_, queued, running, now=150)
+    d = Hcp3(fast_budget=0.001)
+    dec = d.decide(snap)
+    work = np.array(snap.free)
+    for s in dec.starts:
+        q = next(q for q in snap.queued if q.job.id == s.job_id)
+        assert len(s.nodes) == q.job.units
+        for n in s.nodes:
+            work[n] -= q.job.req
+    assert (work >= 0).all()
+    if dec.status not in {"fastpath", "empty"}:
+        d2 = Hcp3()
+        inst = d2.instance(snap, d2.select(snap, d2.order(snap)))
+        assert dec.objective is not None
+        assert dec.objective <= plan_objective("slowdown", inst, greedy_plan(inst))
+
+
+def test_same_snapshot_same_decision() -> None:
+    snap = contended()
+    first = Hcp3().decide(snap)
+    for _ in range(3):
+        assert Hcp3().decide(snap) == first
+
+
+def test_search_fixed_uses_the_model_strategy() -> None:
+    dec = Hcp3(search="fixed").decide(contended())
+    # b and c now, a after them (sum of starts 10) beats the greedy's a now, b and c after (20)
+    assert dec.status == "optimal" and [s.job_id for s in dec.starts] == ["b", "c"]
+
+
+def test_subclass_contract() -> None:
+    """A CP dispatcher only provides `build` and `objective_kind`; options come from cp_options."""
+
+    class Minimal(CpDispatcher):
+        name = "minimal"
+        objective_kind = "ewt_wait"
+
+        def build(self, instance: Instance) -> BuiltModel:
+            return HcpModel(instance, self.objective_kind)
+
+    values: dict[str, Any] = {"priority": "ewt", "time_policy": "cp19", "deterministic_time": 0.01}
+    dec = Minimal(**values).decide(contended())
+    assert dec.status in {"optimal", "feasible"} and dec.starts
