@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -311,7 +312,7 @@ def simulate(
     return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
 
 
-def _progress(enabled: bool | None, total: int):  # type: ignore[no-untyped-def]
+def _progress(enabled: bool | None, total: int) -> Any:
     if enabled is False or (enabled is None and not sys.stderr.isatty()):
         return None
     from tqdm import tqdm

@@ -340,6 +340,10 @@ class CpDispatcher(Dispatcher):
             p.max_time_in_seconds = wall
         if dtime > 0:
             p.max_deterministic_time = dtime
+        if hint is not None:
+            # symmetry reductions in presolve may map the hinted point to an infeasible one
+            # (identical nodes are interchangeable); keep the hint usable
+            p.keep_symmetry_in_presolve = True
         if self.search == "fixed":
             p.search_branching = cp_model.FIXED_SEARCH
         elif quick:

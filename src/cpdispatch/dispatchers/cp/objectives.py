@@ -59,34 +59,34 @@ def expression(
     jobs = instance.jobs
     h = instance.horizon
     if kind == "slowdown":
-        return cp_model.LinearExpr.WeightedSum(
+        return cp_model.LinearExpr.weighted_sum(
             [start_vars[j.id] for j in jobs], [slowdown_weight(j) for j in jobs]
         )
     if kind == "ewt_wait":
         m = max((j.ewt for j in jobs), default=1)
-        return cp_model.LinearExpr.WeightedSum(
+        return cp_model.LinearExpr.weighted_sum(
             [start_vars[j.id] for j in jobs], [max_ewt_weight(j, m) for j in jobs]
         )
     if kind == "tardiness":
         terms, weights = [], []
         for j in jobs:
-            t = model.NewIntVar(0, max(0, h + j.wait), f"tard_{j.id}")
-            model.Add(t >= start_vars[j.id] + j.wait - j.ewt)
+            t = model.new_int_var(0, max(0, h + j.wait), f"tard_{j.id}")
+            model.add(t >= start_vars[j.id] + j.wait - j.ewt)
             terms.append(t)
             weights.append(ewt_weight(j))
-        return cp_model.LinearExpr.WeightedSum(terms, weights)
+        return cp_model.LinearExpr.weighted_sum(terms, weights)
     if kind == "makespan":
         lower = max((r.remaining for r in instance.running), default=0)
-        mk = model.NewIntVar(lower, h + max((j.duration for j in jobs), default=0), "makespan")
+        mk = model.new_int_var(lower, h + max((j.duration for j in jobs), default=0), "makespan")
         for j in jobs:
-            model.Add(mk >= start_vars[j.id] + j.duration)
+            model.add(mk >= start_vars[j.id] + j.duration)
         return mk
     if kind == "late_jobs":
         lates = []
         for j in jobs:
-            late = model.NewBoolVar(f"late_{j.id}")
+            late = model.new_bool_var(f"late_{j.id}")
             # late <=> s + w > ewt; only the direction that the minimisation needs is posted
-            model.Add(start_vars[j.id] + j.wait <= j.ewt).OnlyEnforceIf(late.Not())
+            model.add(start_vars[j.id] + j.wait <= j.ewt).only_enforce_if(~late)
             lates.append(late)
-        return cp_model.LinearExpr.Sum(lates)
+        return cp_model.LinearExpr.sum(lates)
     raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
