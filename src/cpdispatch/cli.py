@@ -149,10 +149,21 @@ def cmd_dispatchers(args: argparse.Namespace) -> int:
     from .dispatchers.base import aliases_of, registry
     from .predictors import PREDICTORS
 
-    for name, cls in sorted(registry().items()):
+    classes = sorted(registry().items())
+    # options every CP dispatcher has with the same default are listed once, after the list
+    cp = [cls for _, cls in classes if cls.__module__.startswith("cpdispatch.dispatchers.cp.")]
+    shared = {(o.name, repr(o.default)): o for o in cp[0].options} if cp else {}
+    for cls in cp[1:]:
+        shared = {k: o for k, o in shared.items() if k in {(x.name, repr(x.default)) for x in cls.options}}
+    for name, cls in classes:
         alias = aliases_of(name)
         print(f"{name}{' (= ' + ', '.join(alias) + ')' if alias else ''}: {cls.summary}")
         for opt in cls.options:
+            if (opt.name, repr(opt.default)) not in shared or cls not in cp:
+                print(f"    {opt.name} = {opt.default!r}: {opt.help}")
+    if shared:
+        print("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
+        for opt in shared.values():
             print(f"    {opt.name} = {opt.default!r}: {opt.help}")
     print(f"\npredictors: {', '.join(PREDICTORS)}")
     return 0
