@@ -106,3 +106,18 @@ def test_generate_convert_inspect(tmp_path: Path, workloads_dir: Path) -> None:
     assert code == 0, err
     code, out, err = cli("inspect", str(conv), "--system", "kth-sp2")
     assert code == 0 and "28,47" in out
+
+
+def test_skip_and_limit_take_a_slice(workloads_dir: Path) -> None:
+    from cpdispatch.system import load_system
+    from cpdispatch.workloads import load_workload
+
+    system = load_system("kth-sp2")
+    path = workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"
+    whole = load_workload(path, system, limit=300)
+    part = load_workload(path, system, limit=100, skip=200)
+    ids = sorted(j.line for j in whole.jobs)[200:]
+    assert sorted(j.line for j in part.jobs) == ids
+    assert "slice" in part.notes
+    code, _, err = cli("simulate", "--system", "kth-sp2", "--workload", str(path), "--out", "o", "--skip-jobs", "-1")
+    assert code == 2 and "--skip-jobs must be at least 0" in err

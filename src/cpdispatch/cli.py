@@ -33,6 +33,7 @@ def run_simulation(
     fmt: str = "auto",
     options: dict[str, str] | None = None,
     limit: int | None = None,
+    skip: int = 0,
     seed: int = 0,
     kill_at_walltime: bool = False,
     charge_dispatch_time: bool = False,
@@ -51,7 +52,7 @@ def run_simulation(
     from .workloads import load_workload
 
     system = load_system(system_name)
-    workload = load_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit)
+    workload = load_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
     opts = dict(options or {})
     disp = make_dispatcher(dispatcher, opts)
     if "seed" in {o.name for o in disp.options} and "seed" not in opts:
@@ -71,7 +72,8 @@ def run_simulation(
         if recorder is not None:
             recorder.close()
     result.options.update(
-        {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "strict": strict}
+        {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "skip_jobs": skip,
+         "strict": strict}
     )
     summary = summarize(result)
     if out:
@@ -88,7 +90,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     run = run_simulation(
         args.system, args.workload, args.dispatcher, args.predictor, args.out,
-        fmt=args.format, options=_options(args.option), limit=args.limit_jobs, seed=args.seed,
+        fmt=args.format, options=_options(args.option), limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
         kill_at_walltime=args.kill_at_walltime, charge_dispatch_time=args.charge_dispatch_time,
         strict=args.strict, record_instances=args.record_instances,
         progress=False if args.no_progress else None, plots=not args.no_plots,
@@ -236,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dispatcher option (repeatable); see `cpdispatch dispatchers`")
     s.add_argument("--predictor", default="walltime")
     s.add_argument("--out", required=True, help="output folder")
-    s.add_argument("--limit-jobs", type=int, default=None)
+    s.add_argument("--limit-jobs", type=int, default=None, help="keep only N jobs (after --skip-jobs)")
+    s.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs of the file (a slice)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--kill-at-walltime", action="store_true")
     s.add_argument("--charge-dispatch-time", action="store_true")
@@ -305,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "limit_jobs", None) is not None and args.limit_jobs < 1:
         parser.error("--limit-jobs must be at least 1")
+    if getattr(args, "skip_jobs", 0) < 0:
+        parser.error("--skip-jobs must be at least 0")
     try:
         return int(args.func(args))
     except CpdispatchError as exc:

@@ -49,10 +49,26 @@ def detect_format(path: str) -> str:
 
 
 def load_workload(
-    path: str | Path, system: System, fmt: str = "auto", strict: bool = False, limit: int | None = None
+    path: str | Path,
+    system: System,
+    fmt: str = "auto",
+    strict: bool = False,
+    limit: int | None = None,
+    skip: int = 0,
 ) -> Workload:
     """Read a workload onto `system`. `limit` (>= 1) keeps the first N jobs of the file (rejected
-    ones included, in file order), and stops reading there."""
+    ones included, in file order), and stops reading there; `skip` first drops the N jobs before
+    them (a slice of a long trace: a congested period, say)."""
+    if skip < 0:
+        raise ValueError(f"skip must be >= 0, got {skip}")
+    if skip:
+        whole = load_workload(path, system, fmt, strict, None if limit is None else skip + limit)
+        first = sorted([j.line for j in whole.jobs] + [r.job.line for r in whole.rejected])[:skip]
+        cut = first[-1] if len(first) == skip else float("inf")
+        whole.jobs = [j for j in whole.jobs if j.line > cut]
+        whole.rejected = [r for r in whole.rejected if r.job.line > cut]
+        whole.notes["slice"] = f"jobs after the first {skip:,} of the file"
+        return whole
     path = str(path)
     if fmt == "auto":
         fmt = detect_format(path)

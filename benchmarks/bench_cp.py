@@ -1,0 +1,113 @@
+"""CP dispatchers on real traces: decision times, quality side by side, model sizes.
+
+Sections (all by default; pick with flags):
+  --timing   pcp20 (and hcp19) with last2 over whole traces: decision time mean/p50/p99, jobs/s, memory.
+             Targets (issue 3): pcp20 mean <= 50 ms and p99 <= 1 s on HPC2N and CEA-Curie; a trace of
+             more than 100,000 jobs in at most one hour.
+  --quality  average wait and bounded slowdown of pcp20, hcp19, pcp19, easy, pbs side by side on
+             HPC2N, CEA-Curie, the Alibaba GPU trace and a generated Eurora-like workload (slices
+             where pcp19 would take too long; sizes below).
+  --sizes    record instances on a large system and replay them with pcp20 and pcp19 (fast path off):
+             per-instance variable ratio pcp20/pcp19 (the paper's Figure 6: below 0.1 everywhere).
+Usage: python benchmarks/bench_cp.py [--timing] [--quality] [--sizes] [--full]
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import HEADER, WORKLOADS, row, run_cli
+
+ALIBABA = WORKLOADS / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz"
+QUALITY_DISPATCHERS = ["pcp20", "hcp19", "pcp19", "easy", "pbs"]
+
+
+def timing(full: bool) -> None:
+    print("\n== decision times (predictor last2) ==")
+    print(HEADER)
+    runs = [("hpc2n", "HPC2N-2002-2.2-cln.swf.gz", None), ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz",
+                                                           None if full else 60_000)]
+    for system, trace, limit in runs:
+        for disp in ("pcp20", "hcp19"):
+            s = run_cli(system, str(WORKLOADS / trace), disp, "last2", limit=limit)
+            label = f"{trace.split('-')[0]}{'' if limit is None else f'[:{limit // 1000}k]'} {disp}"
+            print(row(label, s), flush=True)
+
+
+def quality(full: bool) -> None:
+    print("\n== quality side by side (predictor last2) ==")
+    with tempfile.TemporaryDirectory() as tmp:
+        eurora = Path(tmp) / "eurora.csv"
+        subprocess.run([sys.executable, "-m", "cpdispatch", "generate", "eurora", "--jobs", "10000", "--seed", "1",
+                        "--out", str(eurora)], check=True, stdout=subprocess.DEVNULL)
+        cases = [
+            ("hpc2n", str(WORKLOADS / "HPC2N-2002-2.2-cln.swf.gz"), None if full else 20_000),
+            ("cea-curie", str(WORKLOADS / "CEA-Curie-2011-2.1-cln.swf.gz"), 20_000),
+            ("alibaba-gpu-2023", str(ALIBABA), None),
+            ("eurora", str(eurora), None),
+        ]
+        print(HEADER)
+        for system, trace, limit in cases:
+            for disp in QUALITY_DISPATCHERS:
+                s = run_cli(system, trace, disp, "last2", limit=limit)
+                name = Path(trace).name.split("-")[0].split(".")[0]
+                print(row(f"{name}{'' if limit is None else f'[:{limit // 1000}k]'} {disp}", s), flush=True)
+
+
+def sizes(full: bool) -> None:
+    print("\n== model size on identical instances: pcp20 / pcp19 (fast path off) ==")
+    with tempfile.TemporaryDirectory() as tmp:
+        inst = Path(tmp) / "inst.jsonl.gz"
+        for system, trace, limit in [("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", 3000),
+                                     ("eurora", None, 2000)]:
+            if trace is None:
+                path = Path(tmp) / "eurora.csv"
+                subprocess.run([sys.executable, "-m", "cpdispatch", "generate", "eurora", "--jobs", str(limit),
+                                "--seed", "2", "--out", str(path)], check=True, stdout=subprocess.DEVNULL)
+            else:
+                path = WORKLOADS / trace
+            run_cli(system, str(path), "hcp19", "last2", limit=limit, extra=["--record-instances", str(inst)])
+            out = Path(tmp) / f"cmp-{system}"
+            subprocess.run([sys.executable, "-m", "cpdispatch", "instances", "compare", str(inst),
+                            "--dispatchers", "pcp20,pcp19", "--out", str(out), "--limit", "300" if not full else "2000",
+                            "-o", "pcp20:fastpath=false", "-o", "pcp19:fastpath=false"],
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(out / "comparison.csv") as f:
+                rows = list(csv.DictReader(f))
+            by: dict[str, dict[str, dict[str, str]]] = {}
+            for r in rows:
+                by.setdefault(r["instance"], {})[r["dispatcher"]] = r
+            ratios, times = [], []
+            for pair in by.values():
+                a, b = pair.get("pcp20"), pair.get("pcp19")
+                if a and b and a["variables"] and b["variables"]:
+                    ratios.append(int(a["variables"]) / int(b["variables"]))
+                    times.append(float(a["solve_ms"]) / max(float(b["solve_ms"]), 1e-6))
+            if not ratios:
+                print(f"{system}: no instance with a model for both")
+                continue
+            print(f"{system}: {len(ratios)} instances with a model for both; variables ratio max "
+                  f"{max(ratios):.3f}, median {statistics.median(ratios):.4f}, share < 0.1: "
+                  f"{sum(r < 0.1 for r in ratios) / len(ratios):.1%}; solve-time ratio median "
+                  f"{statistics.median(times):.3f}")
+
+
+def main() -> None:
+    flags = set(sys.argv[1:])
+    full = "--full" in flags
+    picked = flags & {"--timing", "--quality", "--sizes"} or {"--timing", "--quality", "--sizes"}
+    if "--sizes" in picked:
+        sizes(full)
+    if "--timing" in picked:
+        timing(full)
+    if "--quality" in picked:
+        quality(full)
+
+
+if __name__ == "__main__":
+    main()
