@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cpdispatch.cli import run_simulation
 from cpdispatch.validate import schedule_errors
 
@@ -22,3 +24,19 @@ def test_kth_sp2_whole_trace_easy_last2(workloads_dir: Path, tmp_path: Path) -> 
     assert summary["avg_wait"] > 0
     lines = (tmp_path / "schedule.csv").read_text().splitlines()
     assert len(lines) == 28_476 + 1
+
+
+@pytest.mark.parametrize("dispatcher", ["pcp20", "hcp19"])
+def test_hpc2n_slice_cp_dispatchers_end_to_end(workloads_dir: Path, tmp_path: Path, dispatcher: str) -> None:
+    """A congested slice of HPC2N (jobs 20,000-21,500) with a CP dispatcher and last2 predictions."""
+    run = run_simulation("hpc2n", str(workloads_dir / "HPC2N-2002-2.2-cln.swf.gz"), dispatcher, "last2",
+                         str(tmp_path), skip=20_000, limit=1_500, progress=False, plots=False,
+                         options={"deterministic_time": "0.05"})
+    result, summary = run["result"], run["summary"]
+    assert schedule_errors(result) == []
+    assert not result.refused
+    assert summary["jobs"] == 1_500
+    statuses = {d.status for d in result.decisions}
+    assert statuses & {"optimal", "feasible"}, statuses  # models were built and solved, not only fast paths
+    assert all(not s.startswith("error") for s in statuses)
+    assert any(d.variables for d in result.decisions)
