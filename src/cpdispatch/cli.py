@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import CpdispatchError
 
-DEMO_DISPATCHERS = ("fifo", "sjf", "easy", "pbs")
+DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:
