@@ -18,27 +18,39 @@ from .system import units_fitting
 Allocator = Callable[[np.ndarray, np.ndarray, tuple[int, ...], int], "tuple[int, ...] | None"]
 
 
-def _pack(free: np.ndarray, req: tuple[int, ...], units: int, order: np.ndarray | None) -> tuple[int, ...] | None:
-    """Take as many units as fit on each node, visiting nodes in `order` (all nodes by index when
-    None), until `units` are placed; subtract them from `free`."""
-    if units <= 0:
-        return ()
-    fit = units_fitting(free if order is None else free[order], req)
+def _pack(
+    free: np.ndarray, req: tuple[int, ...], units: int, fit: np.ndarray, order: np.ndarray | None
+) -> tuple[int, ...] | None:
+    """Visit nodes in `order` (all nodes by index when None), where `fit[i]` units fit on the i-th
+    visited node, taking as many as fit on each until `units` are placed; subtract them from
+    `free`. Few numpy calls: this is the hot path of every baseline."""
     take = np.minimum(fit, units)  # also tames the "unlimited" count of an all-zero request
-    cum = np.cumsum(take)
+    cum = take.cumsum()
     if cum.size == 0 or cum[-1] < units:
         return None
-    last = int(np.searchsorted(cum, units))  # first position where the request is met
-    counts = take[: last + 1].copy()
+    last = int(cum.searchsorted(units))  # first position where the request is met
+    counts = take[: last + 1]
     counts[last] -= cum[last] - units
-    idx = np.arange(last + 1) if order is None else order[: last + 1]
+    if order is None:
+        free[: last + 1] -= counts[:, None] * np.asarray(req, dtype=np.int64)
+        return tuple(np.repeat(np.arange(last + 1), counts).tolist())
+    idx = order[: last + 1]
     free[idx] -= counts[:, None] * np.asarray(req, dtype=np.int64)
     return tuple(np.repeat(idx, counts).tolist())
 
 
 def first_fit(free: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:
     """Nodes in index order, packing as many units as fit on each (AccaSim's first fit)."""
-    return _pack(free, req, units, None)
+    if units <= 0:
+        return ()
+    fit = units_fitting(free, req)
+    if units == 1:  # the most common request: the first node with room
+        node = int((fit > 0).argmax()) if fit.size else 0
+        if not fit.size or fit[node] <= 0:
+            return None
+        free[node] -= req
+        return (node,)
+    return _pack(free, req, units, fit, None)
 
 
 def best_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:
@@ -48,16 +60,26 @@ def best_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units
     so memory (in KB) drowned cores; normalising makes every requested type count alike. Ties go to
     the lower node index.
     """
+    if units <= 0:
+        return ()
     fit = units_fitting(free, req)
     cand = np.flatnonzero(fit > 0)
-    if int(np.minimum(fit[cand], units).sum()) < units:
-        return None if units > 0 else ()
+    fit = fit[cand]
+    if cand.size == 0 or (units > 1 and int(np.minimum(fit, units).sum()) < units):
+        return None
     kinds = [k for k, a in enumerate(req) if a > 0]
-    if kinds:
-        # capacity > 0 on every candidate for every requested type (free >= a > 0 there)
-        score = (free[np.ix_(cand, kinds)] / capacity[np.ix_(cand, kinds)]).sum(axis=1)
-        cand = cand[np.argsort(score, kind="stable")]
-    return _pack(free, req, units, cand)
+    if kinds:  # capacity > 0 on every candidate for every requested type (free >= a > 0 there)
+        f, c = free[cand], capacity[cand]
+        if len(kinds) < len(req):
+            f, c = f[:, kinds], c[:, kinds]
+        score = (f / c).sum(axis=1)
+        if units == 1:
+            node = int(cand[score.argmin()])  # the first minimum: lowest index among ties
+            free[node] -= req
+            return (node,)
+        rank = score.argsort(kind="stable")
+        cand, fit = cand[rank], fit[rank]
+    return _pack(free, req, units, fit, cand)
 
 
 def _first_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:

@@ -6,7 +6,7 @@ import importlib
 
 from .base import Decision, Dispatcher, Option, all_names, make_dispatcher, registered, registry
 
-_MODULES = ("queue_order", "easy", "pbs")
+_MODULES = ("queue_order", "easy", "pbs", "cp.hcp", "cp.pcp20", "cp.pcp19", "cp.eurora14")
 _loaded = False
 
 

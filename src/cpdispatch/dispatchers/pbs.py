@@ -9,11 +9,14 @@ that order with skipping: one that does not fit now is passed over and later one
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..allocators import get_allocator
 from ..errors import CpdispatchError
+from ..job import Job
 from ..snapshot import Decision, QueuedJob, Snapshot
 from .base import Dispatcher, Option, registered
-from .queue_order import start_in_order
+from .queue_order import QueueCache, start_in_order
 
 # The Eurora queues of the CP 2014 paper (Table 1, "Approx. Wait": seconds / minutes / hours),
 # read as one order of magnitude each; other queues fall back to the AccaSim default of 1800 s.
@@ -58,15 +61,27 @@ class Pbs(Dispatcher):
         self._ewt = parse_ewt(self.ewt)
         self._max_ewt = max(self._ewt.values())
         self._alloc = get_allocator(self.allocator)
+        self._cache = QueueCache(self.queue_ewt)
+
+    def queue_ewt(self, job: Job) -> int:
+        return self._ewt.get(job.queue, self._ewt["default"])
 
     def priority(self, q: QueuedJob, now: int) -> tuple[float, int]:
-        """Sort key (smaller first): weighted waiting time, then area."""
+        """Sort key (smaller first): weighted waiting time, then area (reference, one job)."""
         job = q.job
-        ewt = self._ewt.get(job.queue, self._ewt["default"])
+        ewt = self.queue_ewt(job)
         area = q.predicted * sum(job.units * a for a in job.req)
         return (-(self._max_ewt * (now - job.submit + 1)) / ewt, area)
 
+    def order(self, cache: QueueCache, now: int) -> np.ndarray:
+        """Queue positions by `priority`, ties in queue order (same floats as `priority`: int64
+        products converted exactly, one correctly rounded division)."""
+        key = -(self._max_ewt * (now - cache.submit + 1)) / cache.extra
+        area = cache.predicted * cache.totals.sum(axis=0)
+        return np.lexsort((area, key))
+
     def decide(self, snapshot: Snapshot) -> Decision:
-        now = snapshot.time
-        ordered = sorted(snapshot.queued, key=lambda q: self.priority(q, now))
-        return Decision(starts=start_in_order(snapshot, ordered, self._alloc, skip=True))
+        cache = self._cache
+        cache.sync(snapshot.queued, snapshot.free.shape[1])
+        order = self.order(cache, snapshot.time)
+        return Decision(starts=start_in_order(snapshot, cache, order, self._alloc, skip=True))

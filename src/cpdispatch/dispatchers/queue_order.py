@@ -1,12 +1,17 @@
-"""Queue-order baselines FIFO, SJF, LJF (AccaSim semantics), and the greedy pass they share.
+"""Queue-order baselines FIFO, SJF, LJF (AccaSim semantics), and the machinery all baselines share.
 
 Jobs are sorted (stable, so ties keep queue order) and allocated strictly in that order without
 skipping: the first job that cannot be allocated now blocks every later one.
+
+Speed matters (the simulator calls a dispatcher at every event, with queues of thousands of jobs),
+so per-job numbers live in numpy arrays kept across calls by `QueueCache`, and `GreedyPass` rejects
+most jobs with integer comparisons before any per-node numpy work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from itertools import chain
 from typing import ClassVar
 
 import numpy as np
@@ -17,52 +22,210 @@ from ..snapshot import Decision, QueuedJob, Snapshot, Start
 from .base import Dispatcher, Option, registered
 
 
+class Failures:
+    """Requests that failed to fit in a working array that only shrinks during a pass: any job
+    asking at least as many units of at least as much of every type would fail as well."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, tuple[int, ...]]] = []
+
+    def add(self, units: int, req: tuple[int, ...]) -> None:
+        self.entries.append((units, req))
+
+    def cover(self, units: int, req: tuple[int, ...]) -> bool:
+        """Whether a job of `units` x `req` surely fails too."""
+        return any(units >= u and all(a >= b for a, b in zip(req, r)) for u, r in self.entries)
+
+    def covered(self, units: np.ndarray, req: np.ndarray) -> np.ndarray:
+        """`cover` for columns of a (types x jobs) per-unit request array."""
+        out = np.zeros(units.shape[0], dtype=bool)
+        for u, r in self.entries:
+            hit = units >= u
+            for k, b in enumerate(r):
+                if b > 0:
+                    hit &= req[k] >= b
+            out |= hit
+        return out
+
+
 class GreedyPass:
     """A working copy of the free amounts for one decision, with cheap rejections in front of numpy.
 
-    Free only shrinks during a pass, so a per-unit request that failed with `u` units fails with
-    `u` or more units for the rest of the pass; comparing job totals with free totals rejects most
-    jobs of a long queue without touching numpy.
+    Comparing job totals with free totals, and with requests that already failed in this pass,
+    rejects most jobs without touching numpy. The copy of the free array is made on first use.
     """
 
-    __slots__ = ("alloc", "capacity", "failed", "free", "totals")
+    __slots__ = ("_free", "_source", "alloc", "allocs", "capacity", "failed", "free_totals", "totals")
 
     def __init__(self, snapshot: Snapshot, allocator: Allocator) -> None:
-        self.free: np.ndarray = snapshot.free.copy()
+        self._source = snapshot.free
+        self._free: np.ndarray | None = None
         self.capacity: np.ndarray = snapshot.system.capacity
         self.alloc = allocator
-        self.totals: list[int] = self.free.sum(axis=0).tolist()
-        self.failed: dict[tuple[int, ...], int] = {}  # per-unit request -> fewest units that failed
+        free = snapshot.free
+        self.free_totals = [int(free[:, k].sum()) for k in range(free.shape[1])]  # at the start
+        self.totals = list(self.free_totals)  # kept up to date
+        self.failed = Failures()
+        self.allocs = 0  # allocator calls so far
+
+    @property
+    def free(self) -> np.ndarray:
+        if self._free is None:
+            self._free = self._source.copy()
+        return self._free
+
+    def may_start(self, job: Job) -> bool:
+        """False when `job` surely does not fit now (totals, or a smaller failed request)."""
+        units, totals = job.units, self.totals
+        for k, a in enumerate(job.req):
+            if a * units > totals[k]:
+                return False
+        return not self.failed.cover(units, job.req)
 
     def try_start(self, job: Job) -> tuple[int, ...] | None:
         """Allocate `job` now if it fits (updating the working copy), else None."""
-        units, req, totals = job.units, job.req, self.totals
-        for k, a in enumerate(req):
-            if a * units > totals[k]:
-                return None
-        if self.failed.get(req, units + 1) <= units:
+        if not self.may_start(job):
             return None
+        units, req, totals = job.units, job.req, self.totals
         nodes = self.alloc(self.free, self.capacity, req, units)
+        self.allocs += 1
         if nodes is None:
-            self.failed[req] = units
+            self.failed.add(units, req)
             return None
         for k, a in enumerate(req):
             totals[k] -= a * units
         return nodes
 
 
+class QueueCache:
+    """The queue's per-job numbers as an int64 matrix with one column per job, following `items`.
+
+    Rows: submit, predicted, units, an optional extra number (`column(job)`, e.g. the queue's EWT),
+    then units * per-unit request per type, then the per-unit request per type (one contiguous row
+    per quantity: per-row numpy calls are several times cheaper than reductions across a short
+    axis). Between two calls of one simulation the queue is the previous one minus the jobs just
+    started plus new jobs at the end; `sync` verifies that (by object identity, falling back to
+    equality) and converts only the new jobs, else it rebuilds. Columns are a function of the
+    queued jobs alone, so the cache never changes a decision.
+    """
+
+    SUBMIT, PREDICTED, UNITS, EXTRA, TOTALS = range(5)
+
+    def __init__(self, column: Callable[[Job], int] | None = None) -> None:
+        self.column = column
+        self.items: tuple[QueuedJob, ...] = ()
+        self.ntypes = 0
+        self.data = np.zeros((self.TOTALS, 0), dtype=np.int64)
+        self.in_submit_order = True
+
+    @property
+    def submit(self) -> np.ndarray:
+        return self.data[self.SUBMIT]
+
+    @property
+    def predicted(self) -> np.ndarray:
+        return self.data[self.PREDICTED]
+
+    @property
+    def units(self) -> np.ndarray:
+        return self.data[self.UNITS]
+
+    @property
+    def extra(self) -> np.ndarray:
+        return self.data[self.EXTRA]
+
+    @property
+    def totals(self) -> np.ndarray:
+        """(types x jobs) units * per-unit request."""
+        return self.data[self.TOTALS : self.TOTALS + self.ntypes]
+
+    @property
+    def req(self) -> np.ndarray:
+        """(types x jobs) per-unit request."""
+        return self.data[self.TOTALS + self.ntypes :]
+
+    def sync(self, queued: tuple[QueuedJob, ...], ntypes: int) -> None:
+        old = self.items
+        m = len(old)
+        if not (m <= len(queued) and self.ntypes == ntypes and (m == 0 or (queued[0] is old[0] and queued[:m] == old))):
+            m = 0
+            self.ntypes = ntypes
+            self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
+            self.in_submit_order = True
+        if m == len(queued):
+            return
+        col = self.column
+        rows = [
+            (j.submit, q.predicted, j.units, col(j) if col else 0, *[j.units * a for a in j.req], *j.req)
+            for q in queued[m:]
+            for j in (q.job,)
+        ]
+        new = np.array(rows, dtype=np.int64).reshape(len(rows), self.TOTALS + 2 * ntypes).T
+        if self.in_submit_order:
+            sub = new[self.SUBMIT]
+            self.in_submit_order = bool((sub[1:] >= sub[:-1]).all()) and (
+                m == 0 or int(sub[0]) >= int(self.data[self.SUBMIT, m - 1])
+            )
+        self.items = queued
+        self.data = np.concatenate((self.data, new), axis=1) if m else np.ascontiguousarray(new)
+
+    def remove(self, positions: list[int]) -> None:
+        """Forget the jobs at `positions` (just started): what the next queue should begin with."""
+        if not positions:
+            return
+        cut = sorted(positions)
+        items = self.items
+        parts = [items[a + 1 : b] for a, b in zip([-1, *cut], [*cut, len(items)])]
+        self.items = tuple(chain.from_iterable(parts))
+        self.data = np.delete(self.data, cut, axis=1)  # removing jobs keeps submit order
+
+    def fifo_order(self) -> np.ndarray | None:
+        """Positions sorted by submit time, ties in queue order; None when that is queue order."""
+        if self.in_submit_order:
+            return None
+        return np.argsort(self.submit, kind="stable")
+
+    def may_fit(self, free_totals: list[int], positions: np.ndarray | None = None) -> np.ndarray:
+        """Whether each job's totals are within `free_totals` (necessary to fit now): for every
+        position of the queue, or for the given ones."""
+        return within(self.totals if positions is None else self.totals[:, positions], free_totals)
+
+
+def within(totals: np.ndarray, limit: list[int]) -> np.ndarray:
+    """Per column of a (types x jobs) array, whether every type is within `limit`."""
+    if not limit:
+        return np.ones(totals.shape[1], dtype=bool)
+    ok = totals[0] <= limit[0]
+    for k in range(1, len(limit)):
+        ok &= totals[k] <= limit[k]
+    return ok
+
+
 def start_in_order(
-    snapshot: Snapshot, ordered: Iterable[QueuedJob], allocator: Allocator, skip: bool
+    snapshot: Snapshot, cache: QueueCache, order: np.ndarray | None, allocator: Allocator, skip: bool
 ) -> tuple[Start, ...]:
-    """Allocate jobs in the given order; without `skip`, stop at the first one that does not fit."""
+    """Allocate the queued jobs at positions `order` (None: queue order), in that order; without
+    `skip`, stop at the first one that does not fit. With `skip`, jobs whose totals exceed the
+    free totals are dropped up front (free only shrinks in a pass: they could never start)."""
     work = GreedyPass(snapshot, allocator)
+    items = cache.items
+    if order is None:
+        order = np.arange(len(items))
+    if skip:
+        order = order[cache.may_fit(work.free_totals)[order]]
     starts: list[Start] = []
-    for q in ordered:
-        nodes = work.try_start(q.job)
+    done: list[int] = []
+    for i in order.tolist() if skip else map(int, order):
+        job = items[i].job
+        nodes = work.try_start(job)
         if nodes is not None:
-            starts.append(Start(q.job.id, nodes))
+            starts.append(Start(job.id, nodes))
+            done.append(i)
         elif not skip:
             break
+    cache.remove(done)
     return tuple(starts)
 
 
@@ -70,50 +233,52 @@ ALLOCATOR_OPTION = Option("allocator", "first-fit", "node allocation: first-fit 
 
 
 class _QueueOrder(Dispatcher):
-    """Sort the queue by `key`, then start jobs strictly in that order."""
+    """Sort the queue by `key` (of the cached arrays), then start jobs strictly in that order."""
 
-    key: ClassVar[Callable[[QueuedJob], int] | None] = None
+    key: ClassVar[Callable[[QueueCache], np.ndarray | None]]
     options = (ALLOCATOR_OPTION,)
     allocator: str
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._alloc = get_allocator(self.allocator)
+        self._cache = QueueCache()
 
     def decide(self, snapshot: Snapshot) -> Decision:
-        key = type(self).key
-        ordered = snapshot.queued if key is None else sorted(snapshot.queued, key=key)
-        return Decision(starts=start_in_order(snapshot, ordered, self._alloc, skip=False))
+        cache = self._cache
+        cache.sync(snapshot.queued, snapshot.free.shape[1])
+        order = type(self).key(cache)
+        return Decision(starts=start_in_order(snapshot, cache, order, self._alloc, skip=False))
 
 
-def _by_submit(q: QueuedJob) -> int:
-    return q.job.submit
+def _fifo(c: QueueCache) -> np.ndarray | None:
+    return c.fifo_order()
 
 
-def _by_predicted(q: QueuedJob) -> int:
-    return q.predicted
+def _sjf(c: QueueCache) -> np.ndarray:
+    return np.argsort(c.predicted, kind="stable")
 
 
-def _by_minus_predicted(q: QueuedJob) -> int:
-    return -q.predicted
+def _ljf(c: QueueCache) -> np.ndarray:
+    return np.argsort(-c.predicted, kind="stable")
 
 
 @registered()
 class Fifo(_QueueOrder):
     name = "fifo"
     summary = "first come first served, strict order (a blocked job blocks all later ones)"
-    key = _by_submit
+    key = _fifo
 
 
 @registered()
 class Sjf(_QueueOrder):
     name = "sjf"
     summary = "shortest predicted duration first, strict order"
-    key = _by_predicted
+    key = _sjf
 
 
 @registered()
 class Ljf(_QueueOrder):
     name = "ljf"
     summary = "longest predicted duration first, strict order"
-    key = _by_minus_predicted
+    key = _ljf
