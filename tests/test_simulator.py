@@ -46,7 +46,8 @@ class FirstNode(Dispatcher):
 
 
 def run(sys_, wl, disp, **opts):  # type: ignore[no-untyped-def]
-    return simulate(sys_, wl, disp, make_predictor(opts.pop("predictor", "walltime")), SimOptions(progress=False, **opts))
+    predictor = make_predictor(opts.pop("predictor", "walltime"))
+    return simulate(sys_, wl, disp, predictor, SimOptions(progress=False, **opts))
 
 
 def test_invalid_starts_are_refused_and_recorded() -> None:
