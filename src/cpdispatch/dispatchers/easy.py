@@ -171,7 +171,9 @@ class Reservation:
         perm = np.repeat(first - (before - counts), counts) + np.arange(int(before[-1]) if len(before) else 0)
         nodes, amounts = self._unit_node[perm], np.repeat(self._req, counts, axis=1)
         avail = self._free
-        done = int(before[int(ends.searchsorted(self.bound, "right")) - 1]) if len(ends) and self.bound >= ends[0] else 0
+        done = 0
+        if len(ends) and self.bound >= ends[0]:
+            done = int(before[int(ends.searchsorted(self.bound, "right")) - 1])
         _add_units(avail, nodes[:done], amounts[:, :done])
         fit = units_fitting(avail, head.req)
         if int(np.minimum(fit, head.units).sum()) < head.units:

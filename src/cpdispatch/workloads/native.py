@@ -11,7 +11,6 @@ that ask a non-zero amount of it; a system type the file lacks is 0. Columns are
 from __future__ import annotations
 
 import csv
-import gc
 import gzip
 import io
 import zlib
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import InputError
+from ..gcpause import no_gc
 from ..job import Job, Rejection
 from ..system import System
 from .base import Workload
@@ -70,17 +70,6 @@ def first_line(path: str) -> str:
         raise InputError(path, None, None, f"cannot read: {exc}") from None
 
 
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a reader allocates ~10^6 small objects: collections
-    triggered by allocation counts, not by cycles (readers create none), would double read time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class RequestMapper:
