@@ -1,8 +1,9 @@
 """PCP'20 model size and times on synthetic instances, small vs large systems.
 
 The same queued jobs are modelled on Eurora (64 nodes), on Eurora's node types scaled to 5,504
-nodes, and on CEA Curie (5,544 nodes). Variables and constraints depend on the queued jobs and
-on the node *types* only, not on the number of nodes (running jobs are constant boxes).
+nodes, and on CEA Curie (5,544 nodes). Variables depend on the queued jobs and on the node *types*
+only, not on the number of nodes. Constraints also count the running jobs' fixed intervals (one per
+distinct remaining time, `run_intervals`) and boxes: a bigger system holds more running jobs.
 
 Scenarios (per-unit requests):
   swf    1 core per unit (what SWF traces give; the core axis is "fluid": cumulative only)
@@ -100,6 +101,7 @@ def measure(inst: Instance, limit: float, presolve: bool) -> dict[str, object]:
         "cons": size["constraints"],
         "boxes": size["boxes"],
         "run_boxes": size["running_boxes"],
+        "run_intervals": size["running_intervals"],
         "build_ms": round(1000 * (t1 - t0), 1),
         "hint_ms": round(1000 * (t3 - t2), 1),
         "solve_ms": round(1000 * (t4 - t3), 1),

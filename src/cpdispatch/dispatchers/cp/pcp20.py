@@ -83,7 +83,9 @@ Variables: ``|Q| + sum_j units_j * (|R_j| + [v needed] + [pieces_j if > 1])`` ov
 where ``R_j`` are the modelled requested types: the paper's ``|Q| + sum_i rn_i * |R|``, plus the
 node variable that replaces the element expressions; no term depends on the number of nodes.
 CP-SAT's presolve is slow on NoOverlap2D with thousands of boxes (seconds for ~2,000), so
-`solver_parameters` recommends turning it off for models with boxes.
+`solver_parameters` recommends turning it off for models with boxes; and the dispatcher's
+`max_units` (default 128) hands instances with more units with positions to the greedy plan
+(`ModelTooLarge`): on HPC2N such models never beat it within a second.
 """
 
 from __future__ import annotations
@@ -97,7 +99,6 @@ from typing import Any, Protocol
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...allocators import best_fit
 from ...system import System
 from ..base import Option, registered
 from . import objectives
@@ -263,6 +264,22 @@ class RunningUsage:
     y0: np.ndarray  # (rows, types)
 
 
+_NODE_COUNTS: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
+
+
+def _node_counts(nodes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct nodes of a running job and its units on each, cached on the tuple object (a running
+    job keeps its node tuple from one decision to the next; big jobs have thousands of units)."""
+    hit = _NODE_COUNTS.get(id(nodes))
+    if hit is not None and hit[0] is nodes:
+        return hit[1], hit[2]
+    if len(_NODE_COUNTS) >= 50_000:
+        _NODE_COUNTS.clear()
+    uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
+    _NODE_COUNTS[id(nodes)] = (nodes, uniq, counts)
+    return uniq, counts
+
+
 def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
     """Per (running job, node): its usage, remaining time (>= 1) and stacked position."""
     n_types = axes.capacity.shape[1]
@@ -270,11 +287,11 @@ def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
     if not live:
         z = np.zeros(0, dtype=np.int64)
         return RunningUsage(z, z, np.zeros((0, n_types), np.int64), np.zeros((0, n_types), np.int64))
-    lengths = np.fromiter((len(r.nodes) for r in live), np.int64, len(live))
-    nodes = np.fromiter(itertools.chain.from_iterable(r.nodes for r in live), np.int64, int(lengths.sum()))
-    job = np.repeat(np.arange(len(live), dtype=np.int64), lengths)
-    keys, counts = np.unique(job * axes.n_nodes + nodes, return_counts=True)
-    pj, pn = keys // axes.n_nodes, keys % axes.n_nodes
+    per_job = [_node_counts(r.nodes) for r in live]
+    lengths = np.fromiter((len(u) for u, _ in per_job), np.int64, len(live))
+    pn = np.concatenate([u for u, _ in per_job])
+    counts = np.concatenate([c for _, c in per_job])
+    pj = np.repeat(np.arange(len(live), dtype=np.int64), lengths)
     rem = np.fromiter((max(1, r.remaining) for r in live), np.int64, len(live))[pj]
     req = np.array([r.req for r in live], dtype=np.int64).reshape(len(live), n_types)
     usage = req[pj] * counts[:, None]
@@ -329,13 +346,14 @@ class Pcp20Model(BuiltModel):
         self.all_different = all_different
         self.sparse_domains = sparse_domains
         self.jobs: list[_JobVars] = []
-        self.running = running_usage(instance, self.axes)
         self.running_boxes = 0
+        self.running_intervals = 0  # fixed [0, remaining) intervals: one constraint each in the proto
         self.hint_complete = False
         self.dropped_types = self._dominated_types() if drop_dominated else frozenset()
         self.fluid_types = self._fluid_types() if fluid else frozenset()
         if max_units > 0:
             self._check_size(max_units)
+        self.running = running_usage(instance, self.axes)
         self._build_jobs()
         self._break_job_symmetry()
         self._build_resources(implied_cumulative)
@@ -524,6 +542,7 @@ class Pcp20Model(BuiltModel):
                         demands.append(int(dem))
                 capacity = int(axes.capacity[usable_nodes, t].sum())
                 m.add_cumulative(intervals, demands, capacity)
+        self.running_intervals = len(run_x)
 
     # -- hooks used by the front end -------------------------------------------------------------
 
@@ -634,30 +653,26 @@ class Pcp20Model(BuiltModel):
         free for the whole job (running usage only decreases; later jobs are placed later), and
         some nodes always suffice when the starts satisfy the type's cumulative."""
         out: dict[str, tuple[int, ...]] = {}
-        run, cap = self.running, self.axes.capacity
+        run, n = self.running, self.axes.n_nodes
         for t in sorted(self.fluid_types):
             jobs = sorted((starts[jv.job.id], order, jv.job) for order, jv in enumerate(self.jobs)
                           if jv.fluid and jv.geo.types[0] == t)
-            col = cap[:, t : t + 1]
+            cap = self.axes.capacity[:, t]
             placed: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (start, end, nodes, counts)
-            base: np.ndarray | None = None
+            base = cap
             base_time = -1
             for s, _, job in jobs:
                 if s != base_time:
                     alive = run.remaining > s
-                    used = np.bincount(run.node[alive], weights=run.usage[alive, t], minlength=self.axes.n_nodes)
-                    base, base_time = col[:, 0] - used.astype(np.int64), s
-                assert base is not None
+                    base = cap - np.bincount(run.node[alive], weights=run.usage[alive, t], minlength=n).astype(np.int64)
+                    base_time = s
                 free = base.copy()
                 for s0, e0, nodes, counts in placed:
                     if s0 <= s < e0:
                         free[nodes] -= counts
-                got = best_fit(free[:, None], col, (1,), job.units)
-                if got is None:  # the starts violate the cumulative (cannot come from the model)
-                    got = tuple(np.resize(np.flatnonzero(col[:, 0]), job.units).tolist())
-                nodes, counts = np.unique(np.asarray(got, dtype=np.int64), return_counts=True)
+                nodes, counts = _best_fit_units(free, cap, job.units)
                 placed.append((s, s + max(1, job.duration), nodes, counts))
-                out[job.id] = tuple(int(k) for k in got)
+                out[job.id] = tuple(np.repeat(nodes, counts).tolist())
         return out
 
     @property
@@ -674,7 +689,27 @@ class Pcp20Model(BuiltModel):
             "constraints": self.constraints,
             "boxes": sum(len(u) for jv in self.jobs for u in jv.positions),
             "running_boxes": self.running_boxes,
+            "running_intervals": self.running_intervals,
         }
+
+
+def _best_fit_units(free: np.ndarray, cap: np.ndarray, units: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and unit counts for `units` units of 1 on one type: fullest node first (free/capacity,
+    ties to the lower index, as `allocators.best_fit`), packing each node. If the free amounts do
+    not suffice (starts that break the cumulative; not from the model), the rest goes round-robin
+    on the nodes with capacity, for a complete but invalid plan that the front end then rejects."""
+    cand = np.flatnonzero(free > 0)
+    order = cand[np.argsort(free[cand] / cap[cand], kind="stable")]
+    avail = free[order]
+    before = np.cumsum(avail) - avail
+    take = np.minimum(avail, np.maximum(0, units - before))
+    keep = take > 0
+    nodes, counts = order[keep], take[keep]
+    short = units - int(counts.sum())
+    if short > 0:
+        extra = np.resize(np.flatnonzero(cap > 0), short)
+        nodes, counts = np.concatenate((nodes, extra)), np.concatenate((counts, np.ones(short, dtype=np.int64)))
+    return nodes, counts
 
 
 #: Most placements tried per (node, type) when the sweep for a hint has to backtrack.
