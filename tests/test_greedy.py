@@ -13,19 +13,12 @@ from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.system import NodeGroup, System, units_fitting
 
+from .cp_helpers import make_instance
 from .strategies import systems
 
 # -- builders and brute-force checks ------------------------------------------------------------
 
 
-def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -> Instance:
-    free = np.array(system.capacity, dtype=np.int64)
-    for r in running:
-        for k in r.nodes:
-            free[k] -= np.asarray(r.req)
-    assert (free >= 0).all()
-    horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
-    return Instance(0, system, tuple(jobs), tuple(running), free, horizon)
 
 
 def usage_at(inst: Instance, plan: Plan, t: int, upto: int | None = None) -> np.ndarray:

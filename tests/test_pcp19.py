@@ -18,6 +18,8 @@ from cpdispatch.job import Job
 from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting
 
+from .cp_helpers import solve
+
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
 
@@ -160,14 +162,6 @@ def check_plan(inst: Instance, plan: Plan, free_now: bool) -> None:
     assert load_ok(inst, [plan.starts[j.id] for j in inst.jobs], allocs)
 
 
-def solve(bm: PerNodeModel, workers: int = 2, **params: object) -> tuple[cp_model.CpSolver, int]:
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = 1
-    solver.parameters.max_time_in_seconds = 30
-    for key, value in params.items():
-        setattr(solver.parameters, key, value)
-    return solver, solver.Solve(bm.model)
 
 
 # -- tests ---------------------------------------------------------------------------------------

@@ -19,19 +19,13 @@ from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
+from .cp_helpers import make_instance, solve
+
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
 # -- instances -----------------------------------------------------------------------------------
 
 
-def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -> Instance:
-    free = np.array(system.capacity, dtype=np.int64)
-    for r in running:
-        for k in r.nodes:
-            free[k] -= np.asarray(r.req)
-    assert (free >= 0).all()
-    horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
-    return Instance(0, system, tuple(jobs), tuple(running), free, horizon)
 
 
 def inst_gpu() -> Instance:
@@ -200,14 +194,6 @@ def check_positions(bm: Pcp20Model, solver: cp_model.CpSolver) -> None:
                 assert first <= pos and pos + a <= first + int(axes.capacity[node, t]), (jv.job.id, i, t)
 
 
-def solve(bm: Pcp20Model, workers: int = 2, **params: object) -> tuple[cp_model.CpSolver, int]:
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = 1
-    solver.parameters.max_time_in_seconds = 30
-    for key, value in params.items():
-        setattr(solver.parameters, key, value)
-    return solver, solver.Solve(bm.model)
 
 
 # -- (a) optimum = brute force ---------------------------------------------------------------------
