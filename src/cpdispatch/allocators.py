@@ -88,6 +88,10 @@ def _first_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], uni
 
 ALLOCATORS: dict[str, Allocator] = {"first-fit": _first_fit, "best-fit": best_fit}
 
+#: Allocators whose placement of a job does not change when amounts are taken away from what the
+#: placement leaves free (first fit visits the nodes in a fixed order; best fit re-ranks them).
+STABLE_ALLOCATORS = frozenset({"first-fit"})
+
 
 def get_allocator(name: str) -> Allocator:
     """The allocator called `name` (an error naming the known ones otherwise)."""

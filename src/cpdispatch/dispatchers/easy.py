@@ -8,19 +8,22 @@ backfills now, in queue order, if it fits now and either ends (now + predicted) 
 or also fits within the extra, so it can never delay the head's reservation. AccaSim master does
 not protect the reservation (reference notes 1.9); this does.
 
-Speed: the simulator calls this at every event with queues of hundreds or thousands of jobs and
-hundreds of running jobs. Queue and running jobs live in numpy arrays kept across calls (by object
-identity, never changing a decision); vectorised filters leave the exact per-job loop only the
-jobs that may start; the reservation is computed only when some job may backfill.
+Speed: the simulator calls this at every event with queues of hundreds to tens of thousands of
+jobs and hundreds of running jobs. Queue and running jobs live in numpy arrays kept across calls
+(matched by object identity, so they never change a decision); vectorised filters leave the exact
+per-job loop only the jobs that may start; the reservation is computed only when some job may
+backfill, its node-level part only when a job outlives its totals bound; and a call that only
+adds jobs to the state the last pass left (a submission) looks at the new jobs alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
 
-from ..allocators import Allocator, get_allocator
+from ..allocators import STABLE_ALLOCATORS, Allocator, get_allocator
 from ..job import Job
 from ..snapshot import Decision, RunningJob, Snapshot, Start
 from ..system import units_fitting
@@ -29,9 +32,9 @@ from .queue_order import ALLOCATOR_OPTION, Failures, GreedyPass, QueueCache, wit
 
 Started = list[tuple[Job, int, tuple[int, ...]]]  # (job, predicted, nodes) started in this pass
 
-#: Re-run the vectorised filters on the remaining candidates after an allocation when more than
-#: this many remain (below it the per-job loop is cheaper).
-REFILTER = 32
+#: Backfill candidates are filtered (vectorised) in chunks of CHUNK, each with the state reached so
+#: far; after an allocation the rest of a chunk is filtered again if more than REFILTER remain.
+CHUNK, REFILTER = 1024, 32
 
 
 class RunningCache:
@@ -154,6 +157,8 @@ class Reservation:
                 count = max(count, int(released.searchsorted(deficit)))
         if self.bound is not None and count >= 0:
             self.bound = int(self._end[count])
+        self.settled = False
+        self.used_extra = False  # a job started within the extra
         self.shadow: int | None = None
         self.extra = free
         self.totals: list[int] = []
@@ -162,6 +167,7 @@ class Reservation:
     def settle(self) -> None:
         """Find the first predicted end, from `bound` on, at which the head fits on the nodes, and
         reserve the head's nodes there."""
+        self.settled = True
         if self.bound is None:
             return
         head, ends, counts = self._head, self._end, self._units
@@ -252,10 +258,24 @@ def _start_within_extra(work: GreedyPass, res: Reservation, job: Job) -> tuple[i
     free = work.free
     free -= used
     res.extra -= used
+    res.used_extra = True
     for k, a in enumerate(req):
         work.totals[k] -= a * units
         res.totals[k] -= a * units
     return nodes
+
+
+@dataclass
+class _Carry:
+    """The end state of a pass whose head stayed blocked, for the next call (see `Easy._resumable`)."""
+
+    now: int
+    running: tuple[RunningJob, ...]  # the snapshot's running jobs
+    started: Started  # every job started by the pass, in order
+    work: GreedyPass  # free amounts after the pass, failed requests
+    res: Reservation | None
+    head: Job
+    queued: int  # jobs left in the queue
 
 
 @registered()
@@ -270,16 +290,22 @@ class Easy(Dispatcher):
         self._alloc = get_allocator(self.allocator)
         self._queue = QueueCache()
         self._running = RunningCache()
+        self._carry: _Carry | None = None
 
     def decide(self, snapshot: Snapshot) -> Decision:
         cache = self._queue
-        cache.sync(snapshot.queued, snapshot.free.shape[1])
+        kept = cache.sync(snapshot.queued, snapshot.free.shape[1])
+        carry, self._carry = self._carry, None
+        if carry is not None and self._resumable(carry, snapshot, kept):
+            return self._pass(snapshot, carry.work, carry.head, carry.res, [], np.arange(kept, len(cache.items)))
         work = GreedyPass(snapshot, self._alloc)
         may_fit = cache.may_fit(work.free_totals)
-        if not may_fit.any():  # the common case on a busy system: settled without numpy work
-            return Decision()
         items = cache.items
         order = cache.fifo_order()
+        if not may_fit.any():  # the common case on a busy system: settled without numpy work
+            if items:
+                self._keep_carry(snapshot, work, None, items[0 if order is None else int(order[0])].job, [])
+            return Decision()
         starts: list[Start] = []
         done: list[int] = []
         started: Started = []
@@ -289,49 +315,116 @@ class Easy(Dispatcher):
             nodes = work.try_start(q.job) if may_fit[i] else None
             if nodes is None:
                 rest = np.arange(pos + 1, len(items)) if order is None else order[pos + 1 :]
-                self._backfill(snapshot, rest, work, started, q.job, starts, done)
-                break
+                return self._pass(snapshot, work, q.job, None, starts, rest, done, started)
             starts.append(Start(q.job.id, nodes))
             done.append(i)
             started.append((q.job, q.predicted, nodes))
         cache.remove(done)
         return Decision(starts=tuple(starts))
 
-    def _backfill(
-        self, snapshot: Snapshot, rest: np.ndarray, work: GreedyPass, started: Started, head: Job,
-        starts: list[Start], done: list[int],
-    ) -> None:
-        """Backfill the jobs at queue positions `rest` (in that order) around the head's reservation."""
+    def _pass(
+        self, snapshot: Snapshot, work: GreedyPass, head: Job, res: Reservation | None, starts: list[Start],
+        cand: np.ndarray, done: list[int] | None = None, started: Started | None = None,
+    ) -> Decision:
+        """Backfill the candidates (queue positions, in queue order) around the head's reservation
+        (computed here, only if some candidate may fit, when `res` is None); remove the started
+        jobs from the queue cache; keep the end state for the next call."""
+        done = [] if done is None else done
+        started = [] if started is None else started
+        first_backfill = len(starts)
         cache, now = self._queue, snapshot.time
-        cand = rest[cache.may_fit(work.totals, rest)]
-        if not cand.size:
-            return
-        self._running.sync(snapshot.running, snapshot.free.shape[1])
-        res = Reservation(
-            now, self._running, started, work.free.copy(), list(work.totals), head, self._alloc,
-            snapshot.system.capacity,
-        )
-        horizon = None if res.bound is None else res.bound - now  # None: nothing to protect
-        if horizon is not None and (cache.predicted[cand] > horizon).any():
-            res.settle()
-            horizon = None if res.shadow is None else res.shadow - now
-        cand = self._filter(cand, work, res, horizon)
+        cand = cand[cache.may_fit(work.totals, cand)]
+        if cand.size:
+            if res is None:
+                self._running.sync(snapshot.running, snapshot.free.shape[1])
+                res = Reservation(
+                    now, self._running, started, work.free.copy(), list(work.totals), head, self._alloc,
+                    snapshot.system.capacity,
+                )
+            self._backfill(now, cand, work, res, starts, done)
         items = cache.items
-        pos = 0
-        while pos < len(cand):
-            i = int(cand[pos])
-            pos += 1
-            q = items[i]
-            allocs = work.allocs
-            if horizon is None or q.predicted <= horizon:
-                nodes = work.try_start(q.job)
-            else:
-                nodes = _start_within_extra(work, res, q.job)
-            if nodes is not None:
-                starts.append(Start(q.job.id, nodes))
-                done.append(i)
-            if work.allocs != allocs and len(cand) - pos > REFILTER:
-                cand, pos = self._filter(cand[pos:], work, res, horizon), 0
+        started = started + [
+            (items[i].job, items[i].predicted, s.nodes) for i, s in zip(done[first_backfill:], starts[first_backfill:])
+        ]
+        cache.remove(done)
+        self._keep_carry(snapshot, work, res, head, started)
+        return Decision(starts=tuple(starts))
+
+    def _keep_carry(
+        self, snapshot: Snapshot, work: GreedyPass, res: Reservation | None, head: Job, started: Started
+    ) -> None:
+        self._carry = _Carry(snapshot.time, snapshot.running, started, work, res, head, len(self._queue.items))
+
+    def _resumable(self, carry: _Carry, snapshot: Snapshot, kept: int) -> bool:
+        """Whether this call continues the last pass: nothing ended, the last decision was applied
+        as is, no new job comes before the head, and no running job outlived its prediction (so
+        none is re-timed to now + 1).
+
+        Then the reservation and the free amounts are those the last pass ended with, and no job
+        it did not start can start: free amounts and extra only shrank, and a job that ended by
+        the shadow time but did not fit now still does not fit now, whether it still ends by the
+        shadow time or not. Only the new jobs need a look. (The jobs started within the extra are
+        the only change at the shadow time; first fit reserves the same nodes for the head
+        despite them, best fit may not: then no resuming.)
+        """
+        running, old = snapshot.running, carry.running
+        n = len(old)
+        if not (
+            kept == carry.queued and self._queue.in_submit_order and snapshot.time >= carry.now
+            and len(running) == n + len(carry.started) and running[:n] == old
+        ):
+            return False
+        for r, (job, pred, nodes) in zip(running[n:], carry.started):
+            if r.job is not job or r.start != carry.now or r.predicted != pred or r.nodes != nodes:
+                return False
+        if carry.res is not None and carry.res.used_extra and self.allocator not in STABLE_ALLOCATORS:
+            return False  # a fresh pass could reserve other nodes for the head
+        if not np.array_equal(snapshot.free, carry.work.free):
+            return False
+        self._running.sync(running, snapshot.free.shape[1])
+        return not len(running) or int(self._running.end.min()) > snapshot.time
+
+    def _backfill(
+        self, now: int, cand: np.ndarray, work: GreedyPass, res: Reservation, starts: list[Start], done: list[int],
+    ) -> None:
+        """Start the candidates (queue positions, in queue order) that fit now and either end by
+        the shadow time or fit within the extra. The reservation's numpy part is computed only
+        when a candidate outlives its totals bound."""
+        cache = self._queue
+        horizon = None if res.bound is None else res.bound - now  # None: nothing to protect
+        if horizon is not None and not res.settled and (cache.predicted[cand] > horizon).any():
+            res.settle()
+        if res.settled:
+            horizon = None if res.shadow is None else res.shadow - now
+        items = cache.items
+        # stop early once no candidate left can start: none fits the free totals, or none ends by
+        # the shadow time and none fits the extra totals (a long queue is then not scanned)
+        smallest = cache.totals[:, cand].min(axis=1).tolist()
+        short = np.flatnonzero(cache.predicted[cand] <= horizon) if horizon is not None else None
+        last_short = -1 if short is None or not short.size else int(short[-1])
+        for lo in range(0, len(cand), CHUNK):
+            if any(t < m for t, m in zip(work.totals, smallest)) or (
+                short is not None and lo > last_short and any(t < m for t, m in zip(res.totals, smallest))
+            ):
+                break
+            # filter each chunk with the state reached so far: a queue of thousands of jobs is
+            # filtered once, not once per start
+            chunk = self._filter(cand[lo : lo + CHUNK], work, res, horizon)
+            pos = 0
+            while pos < len(chunk):
+                i = int(chunk[pos])
+                pos += 1
+                q = items[i]
+                allocs = work.allocs
+                if horizon is None or q.predicted <= horizon:
+                    nodes = work.try_start(q.job)
+                else:
+                    nodes = _start_within_extra(work, res, q.job)
+                if nodes is not None:
+                    starts.append(Start(q.job.id, nodes))
+                    done.append(i)
+                if work.allocs != allocs and len(chunk) - pos > REFILTER:
+                    chunk, pos = self._filter(chunk[pos:], work, res, horizon), 0
 
     def _filter(self, cand: np.ndarray, work: GreedyPass, res: Reservation, horizon: int | None) -> np.ndarray:
         """The candidates that may still start: totals within the free totals and, for jobs that

@@ -146,7 +146,8 @@ class QueueCache:
         """(types x jobs) per-unit request."""
         return self.data[self.TOTALS + self.ntypes :]
 
-    def sync(self, queued: tuple[QueuedJob, ...], ntypes: int) -> None:
+    def sync(self, queued: tuple[QueuedJob, ...], ntypes: int) -> int:
+        """Align with `queued`; returns how many leading jobs were kept from the last call."""
         old = self.items
         m = len(old)
         if not (m <= len(queued) and self.ntypes == ntypes and (m == 0 or (queued[0] is old[0] and queued[:m] == old))):
@@ -155,7 +156,7 @@ class QueueCache:
             self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
             self.in_submit_order = True
         if m == len(queued):
-            return
+            return m
         col = self.column
         rows = [
             (j.submit, q.predicted, j.units, col(j) if col else 0, *[j.units * a for a in j.req], *j.req)
@@ -170,6 +171,7 @@ class QueueCache:
             )
         self.items = queued
         self.data = np.concatenate((self.data, new), axis=1) if m else np.ascontiguousarray(new)
+        return m
 
     def remove(self, positions: list[int]) -> None:
         """Forget the jobs at `positions` (just started): what the next queue should begin with."""
