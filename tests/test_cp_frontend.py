@@ -297,3 +297,30 @@ def test_subclass_contract() -> None:
     values: dict[str, Any] = {"priority": "ewt", "time_policy": "cp19", "deterministic_time": 0.01}
     dec = Minimal(**values).decide(contended())
     assert dec.status in {"optimal", "feasible"} and dec.starts
+
+
+def test_model_solver_parameters_and_conflict_limit_reach_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model's `solver_parameters` (PCP'20: presolve off with boxes) and the fast policy's
+    conflict limit are set on every solve."""
+    from ortools.sat.python import cp_model
+
+    seen: list[Any] = []
+    real = cp_model.CpSolver.solve
+
+    def spy(self: cp_model.CpSolver, model: cp_model.CpModel, cb: Any = None) -> Any:
+        seen.append((self.parameters.cp_model_presolve, self.parameters.max_number_of_conflicts))
+        return real(self, model, cb)
+
+    class NoPresolve(HcpModel):
+        @property
+        def solver_parameters(self) -> dict[str, object]:
+            return {"cp_model_presolve": False}
+
+    class Model(Hcp3):
+        def build(self, instance: Instance) -> BuiltModel:
+            return NoPresolve(instance, self.objective_kind)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", spy)
+    Model(fast_conflicts=7).decide(contended())
+    Hcp3().decide(contended())
+    assert seen == [(False, 7), (True, 300)]

@@ -96,6 +96,11 @@ class BuiltModel:
         """Optional: post the model's decision strategy (used when the search is 'fixed')."""
 
     @property
+    def solver_parameters(self) -> dict[str, object]:
+        """CP-SAT parameters this model solves best with; the front end applies them to every solve."""
+        return {}
+
+    @property
     def variables(self) -> int:
         return len(self.model.Proto().variables)
 

@@ -82,8 +82,9 @@ with some allocation, and a failed allocation backtracks into the starts.
 Variables: ``|Q| + sum_j units_j * (|R_j| + [v needed] + [pieces_j if > 1])`` over non-fluid jobs,
 where ``R_j`` are the modelled requested types: the paper's ``|Q| + sum_i rn_i * |R|``, plus the
 node variable that replaces the element expressions; no term depends on the number of nodes.
-CP-SAT's presolve is slow on NoOverlap2D with thousands of boxes (seconds for ~2,000), so
-`solver_parameters` recommends turning it off for models with boxes; and the dispatcher's
+CP-SAT's presolve is slow on NoOverlap2D boxes (seconds for ~2,000; 0.6 s for 350 on HPC2N, where
+the solve itself takes 50 ms), so `solver_parameters` turns it off for models with boxes (the front
+end applies it); and the dispatcher's
 `max_units` (default 128) hands instances with more units with positions to the greedy plan
 (`ModelTooLarge`): on HPC2N such models never beat it within a second.
 """
