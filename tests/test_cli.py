@@ -121,3 +121,29 @@ def test_skip_and_limit_take_a_slice(workloads_dir: Path) -> None:
     assert "slice" in part.notes
     code, _, err = cli("simulate", "--system", "kth-sp2", "--workload", str(path), "--out", "o", "--skip-jobs", "-1")
     assert code == 2 and "--skip-jobs must be at least 0" in err
+
+
+def test_load_factor_compresses_arrivals(tmp_path: Path, workloads_dir: Path) -> None:
+    from cpdispatch.system import load_system
+    from cpdispatch.workloads import load_workload, scale_arrivals
+
+    system = load_system("alibaba-gpu-2023")
+    path = workloads_dir / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz"
+    base = load_workload(path, system, limit=400)
+    fast = scale_arrivals(base, 4)
+    t0 = min([j.submit for j in base.jobs] + [r.job.submit for r in base.rejected])
+    assert [j.id for j in fast.jobs] == [j.id for j in base.jobs]  # same jobs, same order
+    assert [j.submit for j in fast.jobs] == [t0 + (j.submit - t0) // 4 for j in base.jobs]
+    assert [(j.runtime, j.units, j.req) for j in fast.jobs] == [(j.runtime, j.units, j.req) for j in base.jobs]
+    assert len(fast.rejected) == len(base.rejected) and "load_factor" in fast.notes
+    assert scale_arrivals(base, 1) is base
+    with pytest.raises(ValueError):
+        scale_arrivals(base, 0)
+    out = tmp_path / "o"
+    code, _, err = cli("simulate", "--system", "alibaba-gpu-2023", "--workload", str(path), "--out", str(out),
+                       "--limit-jobs", "400", "--load-factor", "4", "--no-plots", "--no-progress")
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs"] == 400 and summary["options"]["load_factor"] == 4
+    code, _, err = cli("simulate", "--system", "eurora", "--workload", "x.swf", "--out", "o", "--load-factor", "0")
+    assert code == 2 and "--load-factor must be > 0" in err

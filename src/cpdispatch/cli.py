@@ -34,6 +34,7 @@ def run_simulation(
     options: dict[str, str] | None = None,
     limit: int | None = None,
     skip: int = 0,
+    load_factor: float = 1.0,
     seed: int = 0,
     kill_at_walltime: bool = False,
     charge_dispatch_time: bool = False,
@@ -49,10 +50,11 @@ def run_simulation(
     from .predictors import make_predictor
     from .simulator import SimOptions, simulate
     from .system import load_system
-    from .workloads import load_workload
+    from .workloads import load_workload, scale_arrivals
 
     system = load_system(system_name)
     workload = load_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
+    workload = scale_arrivals(workload, load_factor)
     opts = dict(options or {})
     disp = make_dispatcher(dispatcher, opts)
     if "seed" in {o.name for o in disp.options} and "seed" not in opts:
@@ -73,7 +75,7 @@ def run_simulation(
             recorder.close()
     result.options.update(
         {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "skip_jobs": skip,
-         "strict": strict}
+         "load_factor": load_factor, "strict": strict}
     )
     summary = summarize(result)
     if out:
@@ -91,8 +93,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     run = run_simulation(
         args.system, args.workload, args.dispatcher, args.predictor, args.out,
         fmt=args.format, options=_options(args.option), limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
-        kill_at_walltime=args.kill_at_walltime, charge_dispatch_time=args.charge_dispatch_time,
-        strict=args.strict, record_instances=args.record_instances,
+        load_factor=args.load_factor, kill_at_walltime=args.kill_at_walltime,
+        charge_dispatch_time=args.charge_dispatch_time, strict=args.strict, record_instances=args.record_instances,
         progress=False if args.no_progress else None, plots=not args.no_plots,
     )
     summary = run["summary"]
@@ -240,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="output folder")
     s.add_argument("--limit-jobs", type=int, default=None, help="keep only N jobs (after --skip-jobs)")
     s.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs of the file (a slice)")
+    s.add_argument("--load-factor", type=float, default=1.0, metavar="X",
+                   help="divide inter-arrival times by X (X=2: twice the offered load)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--kill-at-walltime", action="store_true")
     s.add_argument("--charge-dispatch-time", action="store_true")
@@ -308,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "limit_jobs", None) is not None and args.limit_jobs < 1:
         parser.error("--limit-jobs must be at least 1")
+    if not getattr(args, "load_factor", 1.0) > 0:
+        parser.error("--load-factor must be > 0")
     if getattr(args, "skip_jobs", 0) < 0:
         parser.error("--skip-jobs must be at least 0")
     try:
