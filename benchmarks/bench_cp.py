@@ -15,7 +15,9 @@ Usage: python benchmarks/bench_cp.py [--timing] [--quality] [--sizes] [--full]
 from __future__ import annotations
 
 import csv
+import gzip
 import itertools
+import json
 import statistics
 import subprocess
 import sys
@@ -70,8 +72,8 @@ def sizes(full: bool) -> None:
     print("\n== model size on identical instances: pcp20 / pcp19 (fast path off) ==")
     with tempfile.TemporaryDirectory() as tmp:
         inst = Path(tmp) / "inst.jsonl.gz"
-        for system, trace, limit in [("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", 3000),
-                                     ("eurora", None, 2000)]:
+        for system, trace, limit in [("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", 6000),
+                                     ("eurora", None, 3000)]:
             if trace is None:
                 path = Path(tmp) / "eurora.csv"
                 subprocess.run([sys.executable, "-m", "cpdispatch", "generate", "eurora", "--jobs", str(limit),
@@ -79,9 +81,13 @@ def sizes(full: bool) -> None:
             else:
                 path = WORKLOADS / trace
             run_cli(system, str(path), "hcp19", "last2", limit=limit, extra=["--record-instances", str(inst)])
+            built = Path(tmp) / f"built-{system}.jsonl"
+            kept = keep_modelled(inst, built)
+            print(f"{system}: {kept} recorded instances where hcp19 left a job waiting")
             out = Path(tmp) / f"cmp-{system}"
-            subprocess.run([sys.executable, "-m", "cpdispatch", "instances", "compare", str(inst),
-                            "--dispatchers", "pcp20,pcp19", "--out", str(out), "--limit", "300" if not full else "2000",
+            subprocess.run([sys.executable, "-m", "cpdispatch", "instances", "compare", str(built),
+                            "--dispatchers", "pcp20,pcp19", "--out", str(out),
+                            "--limit", "1500" if not full else "20000",
                             "-o", "pcp20:fastpath=false", "-o", "pcp19:fastpath=false"],
                            check=True, stdout=subprocess.DEVNULL)
             with open(out / "comparison.csv") as f:
@@ -89,7 +95,7 @@ def sizes(full: bool) -> None:
             by: dict[str, dict[str, dict[str, str]]] = {}
             for r in rows:
                 by.setdefault(r["instance"], {})[r["dispatcher"]] = r
-            paper = paper_pcp19_variables(inst, len(by))
+            paper = paper_pcp19_variables(built, len(by))
             ratios, times, paper_ratios = [], [], []
             for index, pair in by.items():
                 a, b = pair.get("pcp20"), pair.get("pcp19")
@@ -106,6 +112,20 @@ def sizes(full: bool) -> None:
                 print(f"  {label}: variables ratio max {max(rs):.3f}, median {statistics.median(rs):.4f}, "
                       f"share < 0.1: {sum(r < 0.1 for r in rs) / len(rs):.1%}")
             print(f"  solve-time ratio pcp20 / pcp19: median {statistics.median(times):.3f}")
+
+
+def keep_modelled(path: Path, out: Path) -> int:
+    """Copy the header and the instances where some queued job was left waiting and not for lack
+    of room alone (the others are fast paths or empty queues: no model to compare)."""
+    kept = 0
+    with gzip.open(path, "rt") as src, open(out, "w") as dst:
+        dst.write(next(src))
+        for line in src:
+            rec = json.loads(line)
+            if rec["d"]["status"] not in ("fastpath", "empty") and len(rec["d"]["starts"]) < len(rec["q"]):
+                dst.write(line)
+                kept += 1
+    return kept
 
 
 def paper_pcp19_variables(path: Path, limit: int) -> list[int]:
