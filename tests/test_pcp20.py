@@ -482,6 +482,11 @@ def test_size_guard() -> None:
     with pytest.raises(ModelTooLarge):
         Pcp20Model(inst, max_units=5)
     Pcp20Model(inst_fluid(), max_units=1)  # fluid units have no positions
+    boxes = Pcp20Model(inst).running_boxes
+    assert boxes > 0
+    Pcp20Model(inst, max_running_boxes=boxes)
+    with pytest.raises(ModelTooLarge):
+        Pcp20Model(inst, max_running_boxes=boxes - 1)
 
 
 def test_solver_parameters() -> None:

@@ -84,9 +84,10 @@ where ``R_j`` are the modelled requested types: the paper's ``|Q| + sum_i rn_i *
 node variable that replaces the element expressions; no term depends on the number of nodes.
 CP-SAT's presolve is slow on NoOverlap2D boxes (seconds for ~2,000; 0.6 s for 350 on HPC2N, where
 the solve itself takes 50 ms), so `solver_parameters` turns it off for models with boxes (the front
-end applies it); and the dispatcher's
-`max_units` (default 128) hands instances with more units with positions to the greedy plan
-(`ModelTooLarge`): on HPC2N such models never beat it within a second.
+end applies it). The dispatcher's `max_units` (default 128) hands instances with more units with
+positions to the greedy plan (`ModelTooLarge`): on HPC2N such models never beat it within a second;
+`max_running_boxes` (default 400) does the same for instances with more fixed running boxes, where
+CP-SAT's search from the hint can stall for a minute (see `ModelTooLarge`).
 """
 
 from __future__ import annotations
@@ -112,9 +113,12 @@ SPARSE_DOMAIN_LIMIT = 256
 
 
 class ModelTooLarge(ValueError):
-    """The allocation part would exceed the dispatcher's `max_units`: solve nothing, use the greedy
-    plan (measured on HPC2N: beyond ~100 units with positions, CP-SAT never improved on it within a
-    second, and such models cost 0.1-1 s each)."""
+    """The allocation part would exceed the dispatcher's `max_units` or `max_running_boxes`: solve
+    nothing, use the greedy plan. Measured on HPC2N: beyond ~100 units with positions, CP-SAT never
+    improved on it within a second, and such models cost 0.1-1 s each. Beyond ~400 fixed running
+    boxes, CP-SAT 9.15's search from a complete hint can spend 5-80 s re-presolving the fixed
+    rectangles of NoOverlap2D (`PresolveFixed2dRectangles`), ignoring every time limit and
+    `StopSearch`; without the hint it finds nothing better than the greedy plan anyway."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,6 +345,7 @@ class Pcp20Model(BuiltModel):
         drop_dominated: bool = True,
         sparse_domains: bool = False,
         max_units: int = 0,
+        max_running_boxes: int = 0,
     ) -> None:
         super().__init__(instance, objective_kind)
         self.axes = axes_of(instance.system)
@@ -358,6 +363,8 @@ class Pcp20Model(BuiltModel):
         self._build_jobs()
         self._break_job_symmetry()
         self._build_resources(implied_cumulative)
+        if 0 < max_running_boxes < self.running_boxes:
+            raise ModelTooLarge(f"{self.running_boxes} running boxes (max_running_boxes={max_running_boxes})")
         before = len(self.model.proto.variables)
         self.model.minimize(objectives.expression(objective_kind, self.model, instance, self.start_vars))
         self._objective_aux = range(before, len(self.model.proto.variables))
@@ -786,6 +793,7 @@ class Pcp20Dispatcher(CpDispatcher):
         Option("sparse_domains", False, "exact no-straddling domains on positions (redundant; slower presolve)"),
         Option("reductions", True, "exact reductions: drop types that cannot bind; cumulative only on 1-unit types"),
         Option("max_units", 128, "most units with positions in a model, else the greedy plan (0: no limit)"),
+        Option("max_running_boxes", 400, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
     )
 
     all_different: bool
@@ -793,13 +801,14 @@ class Pcp20Dispatcher(CpDispatcher):
     sparse_domains: bool
     reductions: bool
     max_units: int
+    max_running_boxes: int
 
     def build(self, instance: Instance) -> BuiltModel:
         return Pcp20Model(
             instance, self.objective_kind,
             all_different=self.all_different, implied_cumulative=self.implied_cumulative,
             sparse_domains=self.sparse_domains, fluid=self.reductions, drop_dominated=self.reductions,
-            max_units=self.max_units,
+            max_units=self.max_units, max_running_boxes=self.max_running_boxes,
         )
 
 
