@@ -152,3 +152,71 @@ def test_running_job_predictions_raised_when_outlived() -> None:
     at_700 = next(c for c in disp2.calls if c.time == 700)
     a = next(r for r in at_700.running if r.job.id == "a")
     assert a.predicted > 700 - 20  # predicted 10 at start, outlived, raised beyond the elapsed time
+
+
+class Recording(Dispatcher):
+    """FIFO on node 0, keeping every snapshot and a copy of its queue taken during the call."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[Snapshot, tuple[object, ...]]] = []
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        self.seen.append((snapshot, tuple(snapshot.queued)))
+        q = snapshot.queued[0]
+        if q.job.units <= snapshot.free[0, 0] // q.job.req[0]:
+            return Decision((Start(q.job.id, (0,) * q.job.units),))
+        return Decision()
+
+
+def test_kept_snapshots_keep_their_queue() -> None:
+    import pickle
+
+    disp = Recording()
+    s = system(("n", 1, {"core": 2}))
+    run(s, workload(*[job(f"j{i}", i // 3, 2 + i % 3, units=1 + i % 2) for i in range(12)]), disp)
+    assert len(disp.seen) > 5
+    for snap, queued in disp.seen:
+        view = snap.queued
+        assert view == queued and queued == view and view != queued[1:]
+        assert len(view) == len(queued) and list(view) == list(queued)
+        assert view[0] is queued[0] and view[-1] is queued[-1] and view[1:] == queued[1:]
+        assert pickle.loads(pickle.dumps(view)) == queued
+
+
+def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EASY follows the simulator's QueueView (lazy deletion, compaction) exactly as it reads tuples."""
+    import dataclasses
+    import random
+
+    from cpdispatch.dispatchers import make_dispatcher
+    from cpdispatch.dispatchers.queue_order import LiveQueueCache
+
+    monkeypatch.setattr(LiveQueueCache, "MIN_COMPACT", 3)
+
+    class AsTuple(Dispatcher):
+        name = "astuple"
+
+        def __init__(self, inner: Dispatcher) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def decide(self, snapshot: Snapshot) -> Decision:
+            return self.inner.decide(dataclasses.replace(snapshot, queued=tuple(snapshot.queued)))
+
+    rng = random.Random(7)
+    s = system(("a", 3, {"core": 4, "mem": 8}), ("b", 2, {"core": 2, "mem": 16}))
+    jobs = [
+        job(f"j{i}", rng.randrange(0, 400), rng.randrange(1, 60), units=rng.randrange(1, 5),
+            req=(rng.randrange(1, 3), rng.randrange(0, 5)), walltime=rng.randrange(60, 120))
+        for i in range(300)
+    ]
+    for alloc in ("first-fit", "best-fit"):
+        schedules = []
+        for wrap in (False, True):
+            easy = make_dispatcher("easy", {"allocator": alloc})
+            res = run(s, workload(*jobs), AsTuple(easy) if wrap else easy)
+            schedules.append([(r.job.id, r.start, r.nodes) for r in res.records])
+        assert schedules[0] == schedules[1]

@@ -34,7 +34,7 @@ import sys
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -81,7 +81,7 @@ def _running_row(r: RunningJob) -> str:
                    r.start, r.predicted, r.nodes])
 
 
-def _rows(items: tuple[Any, ...], cache: dict[str, tuple[object, str]], make: Callable[[Any], str]
+def _rows(items: Iterable[Any], cache: dict[str, tuple[object, str]], make: Callable[[Any], str]
           ) -> tuple[str, dict[str, tuple[object, str]]]:
     """The JSON rows of `items` joined, and the cache for the next call (this call's items only)."""
     new: dict[str, tuple[object, str]] = {}

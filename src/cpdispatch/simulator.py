@@ -13,6 +13,7 @@ import heapq
 import resource
 import sys
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,7 +26,7 @@ from .errors import CpdispatchError
 from .job import Job
 from .predictors.base import Predictor
 from .records import DecisionRecord, JobRecord, SimulationResult
-from .snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from .snapshot import Decision, QueuedJob, QueueView, RunningJob, Snapshot, Start
 from .system import System
 from .workloads.base import Workload
 
@@ -70,6 +71,11 @@ class Simulator:
             dup = Counter(j.id for j in workload.jobs).most_common(1)[0][0]
             raise CpdispatchError(f"{workload.source}: job id '{dup}' appears more than once")
         self.queue: dict[str, QueuedJob] = {}  # insertion order = queue order
+        # every job ever queued / that left the queue, in order, and the last snapshot's queue view
+        # (see QueueView: it is frozen before `queue` changes if it is still referenced)
+        self._added: list[QueuedJob] = []
+        self._removed: list[QueuedJob] = []
+        self._view: weakref.ref[QueueView] | None = None
         self.running: dict[str, RunningJob] = {}
         self.completions: list[tuple[int, int, str]] = []  # (end, seq, job id)
         self.overruns: list[tuple[int, int, str]] = []  # (predicted end, seq, job id)
@@ -94,7 +100,18 @@ class Simulator:
             )
             return
         predicted = max(0, int(self.predictor.predict(job, now)))
-        self.queue[job.id] = QueuedJob(job, predicted)
+        if self._view is not None:
+            self._queue_changes()
+        self.queue[job.id] = queued = QueuedJob(job, predicted)
+        self._added.append(queued)
+
+    def _queue_changes(self) -> None:
+        """Freeze the last snapshot's queue view, if anyone still holds it, before `queue` changes."""
+        if self._view is not None:
+            view = self._view()
+            if view is not None:
+                view.freeze()
+            self._view = None
 
     def _complete(self, job_id: str, now: int) -> None:
         run = self.running.pop(job_id)
@@ -132,7 +149,10 @@ class Simulator:
             self._correct_overruns(now)
         free = self.free.copy()
         free.setflags(write=False)
-        snap = Snapshot(now, self.system, tuple(self.queue.values()), tuple(self.running.values()), free)
+        queued = QueueView(self.queue, self._added, self._removed)
+        self._view = weakref.ref(queued)
+        # a QueueView reads as the tuple of the queue (see Snapshot)
+        snap = Snapshot(now, self.system, queued, tuple(self.running.values()), free)
         w0, c0 = time.perf_counter(), time.process_time()
         try:
             decision = self.dispatcher.decide(snap)
@@ -145,6 +165,8 @@ class Simulator:
         cpu = time.process_time() - c0
         if self.on_decision is not None:
             self.on_decision(snap, decision, wall)
+        n_queued, n_running = len(queued), len(snap.running)
+        del snap, queued  # unless someone keeps the view, it needs no copy when the queue changes
         start_at = now
         if self.options.charge_dispatch_time:
             self._charge_debt += wall
@@ -154,7 +176,7 @@ class Simulator:
         started = self._apply(decision.starts, now, start_at)
         self.decisions.append(
             DecisionRecord(
-                now, len(snap.queued), len(snap.running), started, wall * 1e3, cpu * 1e3,
+                now, n_queued, n_running, started, wall * 1e3, cpu * 1e3,
                 decision.status, decision.variables, decision.constraints, decision.objective,
             )
         )
@@ -170,7 +192,10 @@ class Simulator:
             queued, uniq, need = checked
             job = queued.job
             self.free[uniq] -= need
+            if self._view is not None:
+                self._queue_changes()
             del self.queue[job.id]
+            self._removed.append(queued)
             taken += 1
             rec = self.records[self.index[job.id]]
             rec.start, rec.predicted, rec.nodes = start_at, queued.predicted, tuple(start.nodes)
@@ -257,6 +282,8 @@ class Simulator:
         return self._result(time.perf_counter() - t0)
 
     def _reject_stalled(self, now: int) -> None:
+        self._queue_changes()
+        self._removed.extend(self.queue.values())
         for q in self.queue.values():
             rec = self.records[self.index[q.job.id]]
             rec.status = "rejected"

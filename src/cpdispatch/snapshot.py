@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 import numpy as np
 
@@ -33,17 +34,97 @@ class RunningJob:
         return self.start + self.predicted
 
 
+class QueueView(Sequence[QueuedJob]):
+    """The queue at one dispatching time: an immutable sequence of QueuedJob in queue order that
+    reads like the tuple it stands for (indexing, slices, iteration, equality with tuples).
+
+    Built in O(1): it reads the simulator's queue (a dict), which `freeze` copies into a tuple
+    before the simulator changes that dict if the view is still referenced (so a view kept by
+    anyone never changes). It also tells how the queue came about, for dispatchers that keep
+    their own copy across calls: `added[:n_added]` are all the jobs ever queued, in order, and
+    `removed[:n_removed]` all those that left it (started or rejected), in order; the queue is the
+    former minus the latter. Both lists only grow.
+    """
+
+    __slots__ = ("__weakref__", "_items", "_len", "_source", "added", "n_added", "n_removed", "removed")
+
+    def __init__(
+        self, source: Mapping[str, QueuedJob], added: list[QueuedJob], removed: list[QueuedJob]
+    ) -> None:
+        self._source: Mapping[str, QueuedJob] | None = source
+        self._items: tuple[QueuedJob, ...] | None = None
+        self._len = len(source)
+        self.added, self.n_added = added, len(added)
+        self.removed, self.n_removed = removed, len(removed)
+
+    def freeze(self) -> None:
+        """Copy the queue now (the simulator calls this before it changes the queue)."""
+        if self._items is None:
+            assert self._source is not None
+            self._items = tuple(self._source.values())
+            self._source = None
+
+    def items(self) -> tuple[QueuedJob, ...]:
+        """The queue as a tuple."""
+        if self._items is None:
+            self.freeze()
+        assert self._items is not None
+        return self._items
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> QueuedJob: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[QueuedJob, ...]: ...
+    def __getitem__(self, i: int | slice) -> QueuedJob | tuple[QueuedJob, ...]:
+        return self.items()[i]
+
+    def __iter__(self) -> Iterator[QueuedJob]:
+        return iter(self.items())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.items()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, QueueView):
+            other = other.items()
+        if isinstance(other, tuple):
+            return self.items() == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: tuple[QueuedJob, ...]) -> tuple[QueuedJob, ...]:
+        return self.items() + tuple(other)
+
+    def __radd__(self, other: tuple[QueuedJob, ...]) -> tuple[QueuedJob, ...]:
+        return tuple(other) + self.items()
+
+    def __repr__(self) -> str:
+        return repr(self.items())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self.items(),))
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """The state at dispatching time `time`: a dispatcher is a pure function of this.
 
-    `queued` is in queue order (submission order). `free` is a read-only (nodes x types) array of
+    `queued` is in queue order (submission order): a tuple, or (from the simulator) a `QueueView`,
+    which reads as one. `free` is a read-only (nodes x types) array of
     the amounts free now, aligned with `system.types`.
     """
 
     time: int
     system: System
-    queued: tuple[QueuedJob, ...]
+    queued: Sequence[QueuedJob]
     running: tuple[RunningJob, ...]
     free: np.ndarray
 

@@ -10,7 +10,7 @@ most jobs with integer comparisons before any per-node numpy work.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import ClassVar
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..allocators import Allocator, get_allocator
 from ..job import Job
-from ..snapshot import Decision, QueuedJob, Snapshot, Start
+from ..snapshot import Decision, QueuedJob, QueueView, Snapshot, Start
 from .base import Dispatcher, Option, registered
 
 
@@ -103,15 +103,16 @@ class QueueCache:
     """The queue's per-job numbers as an int64 matrix with one column per job, following `items`.
 
     Rows: submit, predicted, units, an optional extra number (`column(job)`, e.g. the queue's EWT),
-    then units * per-unit request per type, then the per-unit request per type (one contiguous row
-    per quantity: per-row numpy calls are several times cheaper than reductions across a short
+    the job's shape (an id of its per-unit request, numbered at first sight: `shapes[:, id]`), then
+    units * per-unit request per type, then the per-unit request per type (one contiguous row per
+    quantity: per-row numpy calls are several times cheaper than reductions across a short
     axis). Between two calls of one simulation the queue is the previous one minus the jobs just
     started plus new jobs at the end; `sync` verifies that (by object identity, falling back to
     equality) and converts only the new jobs, else it rebuilds. Columns are a function of the
     queued jobs alone, so the cache never changes a decision.
     """
 
-    SUBMIT, PREDICTED, UNITS, EXTRA, TOTALS = range(5)
+    SUBMIT, PREDICTED, UNITS, EXTRA, SHAPE, TOTALS = range(6)
 
     def __init__(self, column: Callable[[Job], int] | None = None) -> None:
         self.column = column
@@ -119,6 +120,8 @@ class QueueCache:
         self.ntypes = 0
         self.data = np.zeros((self.TOTALS, 0), dtype=np.int64)
         self.in_submit_order = True
+        self._shape_ids: dict[tuple[int, ...], int] = {}
+        self.shapes = np.zeros((0, 0), dtype=np.int64)  # (types x shapes) per-unit requests
 
     @property
     def submit(self) -> np.ndarray:
@@ -137,6 +140,10 @@ class QueueCache:
         return self.data[self.EXTRA]
 
     @property
+    def shape(self) -> np.ndarray:
+        return self.data[self.SHAPE]
+
+    @property
     def totals(self) -> np.ndarray:
         """(types x jobs) units * per-unit request."""
         return self.data[self.TOTALS : self.TOTALS + self.ntypes]
@@ -146,32 +153,53 @@ class QueueCache:
         """(types x jobs) per-unit request."""
         return self.data[self.TOTALS + self.ntypes :]
 
-    def sync(self, queued: tuple[QueuedJob, ...], ntypes: int) -> int:
+    def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
         """Align with `queued`; returns how many leading jobs were kept from the last call."""
+        if isinstance(queued, QueueView):
+            queued = queued.items()
+        assert isinstance(queued, tuple)
         old = self.items
         m = len(old)
         if not (m <= len(queued) and self.ntypes == ntypes and (m == 0 or (queued[0] is old[0] and queued[:m] == old))):
             m = 0
-            self.ntypes = ntypes
-            self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
-            self.in_submit_order = True
+            self._reset(ntypes)
         if m == len(queued):
             return m
-        col = self.column
+        new = self._convert(queued[m:], int(self.data[self.SUBMIT, m - 1]) if m else None)
+        self.items = queued
+        self.data = np.concatenate((self.data, new), axis=1) if m else np.ascontiguousarray(new)
+        return m
+
+    def _reset(self, ntypes: int) -> None:
+        if self.ntypes != ntypes:
+            self._shape_ids, self.shapes = {}, np.zeros((ntypes, 0), dtype=np.int64)
+        self.ntypes = ntypes
+        self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
+        self.in_submit_order = True
+
+    def _convert(self, queued: Sequence[QueuedJob], last_submit: int | None) -> np.ndarray:
+        """The columns of `queued` (new jobs after a last one submitted at `last_submit`)."""
+        col, ntypes = self.column, self.ntypes
+        ids = self._shape_ids
+        known = len(ids)
         rows = [
-            (j.submit, q.predicted, j.units, col(j) if col else 0, *[j.units * a for a in j.req], *j.req)
-            for q in queued[m:]
+            (
+                j.submit, q.predicted, j.units, col(j) if col else 0, ids.setdefault(j.req, len(ids)),
+                *[j.units * a for a in j.req], *j.req,
+            )
+            for q in queued
             for j in (q.job,)
         ]
+        if len(ids) > known:
+            fresh = np.array(list(ids)[known:], dtype=np.int64).reshape(len(ids) - known, ntypes).T
+            self.shapes = np.concatenate((self.shapes, fresh), axis=1)
         new = np.array(rows, dtype=np.int64).reshape(len(rows), self.TOTALS + 2 * ntypes).T
         if self.in_submit_order:
             sub = new[self.SUBMIT]
             self.in_submit_order = bool((sub[1:] >= sub[:-1]).all()) and (
-                m == 0 or int(sub[0]) >= int(self.data[self.SUBMIT, m - 1])
+                last_submit is None or int(sub[0]) >= last_submit
             )
-        self.items = queued
-        self.data = np.concatenate((self.data, new), axis=1) if m else np.ascontiguousarray(new)
-        return m
+        return new
 
     def remove(self, positions: list[int]) -> None:
         """Forget the jobs at `positions` (just started): what the next queue should begin with."""
@@ -193,6 +221,139 @@ class QueueCache:
         """Whether each job's totals are within `free_totals` (necessary to fit now): for every
         position of the queue, or for the given ones."""
         return within(self.totals if positions is None else self.totals[:, positions], free_totals)
+
+
+class LiveQueueCache(QueueCache):
+    """A QueueCache for one dispatcher that follows the simulator's queue without O(queue) work
+    per call: started jobs are only marked dead (`live`), the columns compacted once most are
+    dead; the columns live in a buffer grown by doubling; and a `QueueView` tells which jobs
+    arrived and left since the last call (a tuple is compared as QueueCache does).
+
+    `items` is aligned with the columns, dead ones included. After `sync`, `incremental` says
+    whether the queue is the last one minus the jobs `remove`d plus new jobs at the end (the
+    returned first new column); otherwise everything was rebuilt (and 0 is returned).
+    """
+
+    #: Compact once more than MIN_COMPACT + nlive / 8 columns are dead (amortised O(1) per job).
+    MIN_COMPACT = 16
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[QueuedJob] = []  # type: ignore[assignment]
+        self.live = np.ones(0, dtype=bool)
+        self.nlive = 0
+        self.incremental = False
+        self._buf = self.data
+        self._live_buf = self.live
+        self._added: list[QueuedJob] | None = None  # the QueueView lists followed, and how far
+        self._n_added = self._n_removed = 0
+        self._gone: list[QueuedJob] = []  # removed since the last sync
+
+    @property
+    def dead(self) -> int:
+        return len(self.items) - self.nlive
+
+    def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
+        view = queued if isinstance(queued, QueueView) else None
+        self.incremental = False
+        if self.ntypes == ntypes:
+            if view is not None:
+                if view.added is self._added and view.n_added >= self._n_added and view.n_removed >= self._n_removed:
+                    gone, expect = view.removed[self._n_removed : view.n_removed], self._gone
+                    if len(gone) == len(expect) and all(a is b for a, b in zip(gone, expect)):
+                        self.incremental = True
+                        new: Sequence[QueuedJob] = view.added[self._n_added : view.n_added]
+            else:
+                self._compact()
+                old = self.items
+                m = len(old)
+                if m <= len(queued) and (m == 0 or (queued[0] is old[0] and tuple(queued[:m]) == tuple(old))):
+                    self.incremental = True
+                    new = queued[m:]
+        self._gone = []
+        if view is not None:
+            self._added, self._n_added, self._n_removed = view.added, view.n_added, view.n_removed
+        else:
+            self._added = None
+        first = len(self.items)
+        if not self.incremental:
+            self._reset(ntypes)
+            self.items, self.nlive, first = [], 0, 0
+            self._buf, self._live_buf = self.data, np.ones(0, dtype=bool)
+            new = tuple(queued)
+        if new:
+            self._append(new)
+        return first
+
+    def _append(self, new: Sequence[QueuedJob]) -> None:
+        n, k = len(self.items), len(new)
+        if k == 1 and n < self._buf.shape[1] and new[0].job.req in self._shape_ids:  # one submission
+            q = new[0]
+            j = q.job
+            col = self.column
+            self._buf[:, n] = (
+                j.submit, q.predicted, j.units, col(j) if col else 0, self._shape_ids[j.req],
+                *[j.units * a for a in j.req], *j.req,
+            )
+            if self.in_submit_order and n:
+                self.in_submit_order = j.submit >= int(self._buf[self.SUBMIT, n - 1])
+            self._live_buf[n] = True
+            self.items.append(q)
+            self.nlive += 1
+            self.data, self.live = self._buf[:, : n + 1], self._live_buf[: n + 1]
+            return
+        cols = self._convert(new, int(self._buf[self.SUBMIT, n - 1]) if n else None)
+        if n + k > self._buf.shape[1]:
+            cap = max(2 * (n + k), 64)
+            buf = np.empty((cols.shape[0], cap), dtype=np.int64)
+            buf[:, :n] = self._buf[:, :n]
+            live = np.ones(cap, dtype=bool)
+            live[:n] = self._live_buf[:n]
+            self._buf, self._live_buf = buf, live
+        self._buf[:, n : n + k] = cols
+        self._live_buf[n : n + k] = True
+        self.items.extend(new)
+        self.nlive += k
+        self._views(n + k)
+
+    def _views(self, n: int) -> None:
+        self.data, self.live = self._buf[:, :n], self._live_buf[:n]
+
+    def remove(self, positions: list[int]) -> None:
+        """Mark the jobs at `positions` (just started, in that order) dead."""
+        if not positions:
+            return
+        self.live[positions] = False
+        self.nlive -= len(positions)
+        self._gone.extend(self.items[i] for i in positions)
+        if self.dead > self.MIN_COMPACT + self.nlive // 8:
+            self._compact()
+
+    def _compact(self) -> None:
+        if not self.dead:
+            return
+        keep = np.flatnonzero(self.live)
+        n = len(keep)
+        self._buf[:, :n] = self._buf[:, keep]
+        self._live_buf[:n] = True
+        self.items = [self.items[i] for i in keep.tolist()]
+        self._views(n)
+
+    def fifo_order(self) -> np.ndarray | None:
+        """Live positions sorted by submit time, ties in queue order; None when that is all
+        positions in order."""
+        if self.in_submit_order:
+            return None if not self.dead else np.flatnonzero(self.live)
+        live = np.flatnonzero(self.live)
+        return live[np.argsort(self.submit[live], kind="stable")]
+
+    def first(self) -> int:
+        """The position of the first live job in FIFO order (some job must be live)."""
+        if self.in_submit_order:
+            return int(self.live.argmax())
+        order = self.fifo_order()
+        assert order is not None
+        return int(order[0])
 
 
 def within(totals: np.ndarray, limit: list[int]) -> np.ndarray:
