@@ -77,6 +77,7 @@ class Simulator:
         self._removed: list[QueuedJob] = []
         self._view: weakref.ref[QueueView] | None = None
         self.running: dict[str, RunningJob] = {}
+        self._node_ints = tuple(range(system.n_nodes))
         self.completions: list[tuple[int, int, str]] = []  # (end, seq, job id)
         self.overruns: list[tuple[int, int, str]] = []  # (predicted end, seq, job id)
         self.decisions: list[DecisionRecord] = []
@@ -198,7 +199,10 @@ class Simulator:
             self._removed.append(queued)
             taken += 1
             rec = self.records[self.index[job.id]]
-            rec.start, rec.predicted, rec.nodes = start_at, queued.predicted, tuple(start.nodes)
+            # node indices as the shared int objects of `_node_ints`: 8 bytes per unit instead of
+            # 36 (CEA-Curie jobs have up to 80,000 units; records keep them for the whole run)
+            rec.start, rec.predicted = start_at, queued.predicted
+            rec.nodes = tuple(map(self._node_ints.__getitem__, start.nodes))
             end, rec.status = start_at + job.runtime, "completed"
             wt = job.walltime
             if self.options.kill_at_walltime and wt is not None and job.runtime > wt:

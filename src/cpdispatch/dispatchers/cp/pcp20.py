@@ -269,20 +269,22 @@ class RunningUsage:
     y0: np.ndarray  # (rows, types)
 
 
+#: Per running job's node tuple (by id; the tuple is kept so the id stays unique): its distinct
+#: nodes and units on each. Holds the running jobs of the last call only (`running_usage` rebuilds
+#: it), so memory follows the running set, not the whole run.
 _NODE_COUNTS: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
 
 
-def _node_counts(nodes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct nodes of a running job and its units on each, cached on the tuple object (a running
+def _node_counts(nodes: tuple[int, ...], keep: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct nodes of a running job and its units on each, reused from the last call (a running
     job keeps its node tuple from one decision to the next; big jobs have thousands of units)."""
     hit = _NODE_COUNTS.get(id(nodes))
-    if hit is not None and hit[0] is nodes:
-        return hit[1], hit[2]
-    if len(_NODE_COUNTS) >= 50_000:
-        _NODE_COUNTS.clear()
-    uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
-    _NODE_COUNTS[id(nodes)] = (nodes, uniq, counts)
-    return uniq, counts
+    if hit is None or hit[0] is not nodes:
+        uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
+        hit = (nodes, uniq, counts)
+    keep[id(nodes)] = hit
+    return hit[1], hit[2]
 
 
 def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
@@ -292,7 +294,10 @@ def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
     if not live:
         z = np.zeros(0, dtype=np.int64)
         return RunningUsage(z, z, np.zeros((0, n_types), np.int64), np.zeros((0, n_types), np.int64))
-    per_job = [_node_counts(r.nodes) for r in live]
+    global _NODE_COUNTS
+    keep: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
+    per_job = [_node_counts(r.nodes, keep) for r in live]
+    _NODE_COUNTS = keep
     lengths = np.fromiter((len(u) for u, _ in per_job), np.int64, len(live))
     pn = np.concatenate([u for u, _ in per_job])
     counts = np.concatenate([c for _, c in per_job])
