@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -27,3 +30,49 @@ def solve(bm: BuiltModel, workers: int = 2, **params: object) -> tuple[cp_model.
     for key, value in params.items():
         setattr(solver.parameters, key, value)
     return solver, solver.Solve(bm.model)
+
+
+# -- brute force: unit-to-node allocations checked by hand ------------------------------------------
+
+
+def allocations(units: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
+    """Every per-node count vector with 0 <= u_k <= caps[k] and sum = units."""
+    for combo in itertools.product(*[range(c + 1) for c in caps]):
+        if sum(combo) == units:
+            yield combo
+
+
+def load_ok(inst: Instance, starts: list[int], allocs: list[tuple[int, ...]]) -> bool:
+    """Per node and type, running + queued load within capacity at every start time (load only
+    rises at starts)."""
+    jobs = inst.jobs[: len(allocs)]
+    for t in set(starts[: len(allocs)]):
+        load = np.zeros_like(inst.capacity)
+        for r in inst.running:
+            if t < r.remaining:
+                for k in r.nodes:
+                    load[k] += np.asarray(r.req)
+        for j, s, alloc in zip(jobs, starts, allocs):
+            if s <= t < s + j.duration:
+                load += np.outer(alloc, j.req)
+        if (load > inst.capacity).any():
+            return False
+    return True
+
+
+def feasible_allocation(
+    inst: Instance, starts: list[int], options: list[list[tuple[int, ...]]]
+) -> list[tuple[int, ...]] | None:
+    chosen: list[tuple[int, ...]] = []
+
+    def rec(i: int) -> bool:
+        if i == len(options):
+            return True
+        for alloc in options[i]:
+            chosen.append(alloc)
+            if load_ok(inst, starts, chosen) and rec(i + 1):
+                return True
+            chosen.pop()
+        return False
+
+    return chosen if rec(0) else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -18,7 +18,7 @@ from cpdispatch.job import Job
 from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting
 
-from .cp_helpers import solve
+from .cp_helpers import allocations, feasible_allocation, load_ok, solve
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
@@ -78,52 +78,9 @@ INSTANCES = {"gpu": inst_gpu, "mem": inst_mem, "spread": inst_spread}
 # -- brute force ---------------------------------------------------------------------------------
 
 
-def allocations(units: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
-    """Every per-node count vector with 0 <= u_k <= caps[k] and sum = units."""
-    for combo in itertools.product(*[range(c + 1) for c in caps]):
-        if sum(combo) == units:
-            yield combo
-
-
 def unit_caps(inst: Instance, job: CpJob, free_now: bool) -> list[int]:
     base = inst.free if free_now else inst.capacity
     return [int(min(x, job.units)) for x in units_fitting(base, job.req)]
-
-
-def load_ok(inst: Instance, starts: list[int], allocs: list[tuple[int, ...]]) -> bool:
-    """Per node and type, running + queued load within capacity at every start time (load only
-    rises at starts)."""
-    jobs = inst.jobs[: len(allocs)]
-    for t in set(starts[: len(allocs)]):
-        load = np.zeros_like(inst.capacity)
-        for r in inst.running:
-            if t < r.remaining:
-                for k in r.nodes:
-                    load[k] += np.asarray(r.req)
-        for j, s, alloc in zip(jobs, starts, allocs):
-            if s <= t < s + j.duration:
-                load += np.outer(alloc, j.req)
-        if (load > inst.capacity).any():
-            return False
-    return True
-
-
-def feasible_allocation(
-    inst: Instance, starts: list[int], options: list[list[tuple[int, ...]]]
-) -> list[tuple[int, ...]] | None:
-    chosen: list[tuple[int, ...]] = []
-
-    def rec(i: int) -> bool:
-        if i == len(options):
-            return True
-        for alloc in options[i]:
-            chosen.append(alloc)
-            if load_ok(inst, starts, chosen) and rec(i + 1):
-                return True
-            chosen.pop()
-        return False
-
-    return chosen if rec(0) else None
 
 
 def brute_force(

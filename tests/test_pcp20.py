@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
-from .cp_helpers import make_instance, solve
+from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, solve
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
@@ -106,46 +105,6 @@ def random_instance(seed: int) -> Instance:
 # -- brute force: every start on the grid x every unit-to-node allocation --------------------------
 
 
-def allocations(units: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
-    """Every per-node unit count vector with 0 <= u_k <= caps[k] and sum = units."""
-    for combo in itertools.product(*[range(c + 1) for c in caps]):
-        if sum(combo) == units:
-            yield combo
-
-
-def load_ok(inst: Instance, starts: list[int], allocs: list[tuple[int, ...]]) -> bool:
-    """Per node and type, running + queued usage within capacity at every time (usage only rises
-    at a start, so the starts are enough)."""
-    for t in set(starts[: len(allocs)]):
-        load = np.zeros_like(inst.capacity)
-        for r in inst.running:
-            if t < r.remaining:
-                for k in r.nodes:
-                    load[k] += np.asarray(r.req)
-        for j, s, alloc in zip(inst.jobs, starts, allocs):
-            if s <= t < s + j.duration:
-                load += np.outer(alloc, j.req)
-        if (load > inst.capacity).any():
-            return False
-    return True
-
-
-def allocation_exists(inst: Instance, starts: list[int], options: list[list[tuple[int, ...]]]) -> bool:
-    chosen: list[tuple[int, ...]] = []
-
-    def rec(i: int) -> bool:
-        if i == len(options):
-            return True
-        for alloc in options[i]:
-            chosen.append(alloc)
-            if load_ok(inst, starts, chosen) and rec(i + 1):
-                return True
-            chosen.pop()
-        return False
-
-    return rec(0)
-
-
 def brute_force(inst: Instance, kind: str) -> int:
     """Optimum of `kind` over every integer start in [0, H] and every unit-to-node allocation
     respecting per-node, per-type capacity over time."""
@@ -159,7 +118,7 @@ def brute_force(inst: Instance, kind: str) -> int:
         for combo in itertools.product(range(inst.horizon + 1), repeat=len(ids))
     )
     for value, combo in scored:
-        if allocation_exists(inst, list(combo), options):
+        if feasible_allocation(inst, list(combo), options) is not None:
             return value
     raise AssertionError("no feasible schedule")
 
