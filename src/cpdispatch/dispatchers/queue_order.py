@@ -179,17 +179,10 @@ class QueueCache:
 
     def _convert(self, queued: Sequence[QueuedJob], last_submit: int | None) -> np.ndarray:
         """The columns of `queued` (new jobs after a last one submitted at `last_submit`)."""
-        col, ntypes = self.column, self.ntypes
+        ntypes = self.ntypes
         ids = self._shape_ids
         known = len(ids)
-        rows = [
-            (
-                j.submit, q.predicted, j.units, col(j) if col else 0, ids.setdefault(j.req, len(ids)),
-                *[j.units * a for a in j.req], *j.req,
-            )
-            for q in queued
-            for j in (q.job,)
-        ]
+        rows = [self._row(q, ids.setdefault(q.job.req, len(ids))) for q in queued]
         if len(ids) > known:
             fresh = np.array(list(ids)[known:], dtype=np.int64).reshape(len(ids) - known, ntypes).T
             self.shapes = np.concatenate((self.shapes, fresh), axis=1)
@@ -200,6 +193,11 @@ class QueueCache:
                 last_submit is None or int(sub[0]) >= last_submit
             )
         return new
+
+    def _row(self, q: QueuedJob, shape: int) -> tuple[int, ...]:
+        """The column of one queued job (rows as in the class docstring)."""
+        j, col = q.job, self.column
+        return (j.submit, q.predicted, j.units, col(j) if col else 0, shape, *[j.units * a for a in j.req], *j.req)
 
     def remove(self, positions: list[int]) -> None:
         """Forget the jobs at `positions` (just started): what the next queue should begin with."""
@@ -289,18 +287,13 @@ class LiveQueueCache(QueueCache):
         n, k = len(self.items), len(new)
         if k == 1 and n < self._buf.shape[1] and new[0].job.req in self._shape_ids:  # one submission
             q = new[0]
-            j = q.job
-            col = self.column
-            self._buf[:, n] = (
-                j.submit, q.predicted, j.units, col(j) if col else 0, self._shape_ids[j.req],
-                *[j.units * a for a in j.req], *j.req,
-            )
+            self._buf[:, n] = self._row(q, self._shape_ids[q.job.req])
             if self.in_submit_order and n:
-                self.in_submit_order = j.submit >= int(self._buf[self.SUBMIT, n - 1])
+                self.in_submit_order = q.job.submit >= int(self._buf[self.SUBMIT, n - 1])
             self._live_buf[n] = True
             self.items.append(q)
             self.nlive += 1
-            self.data, self.live = self._buf[:, : n + 1], self._live_buf[: n + 1]
+            self._views(n + 1)
             return
         cols = self._convert(new, int(self._buf[self.SUBMIT, n - 1]) if n else None)
         if n + k > self._buf.shape[1]:
