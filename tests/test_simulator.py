@@ -187,14 +187,17 @@ def test_kept_snapshots_keep_their_queue() -> None:
 
 
 def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.MonkeyPatch) -> None:
-    """EASY follows the simulator's QueueView (lazy deletion, compaction) exactly as it reads tuples."""
+    """EASY follows the simulator's LiveViews of queue and running jobs (lazy deletion, compaction)
+    exactly as it reads tuples."""
     import dataclasses
     import random
 
     from cpdispatch.dispatchers import make_dispatcher
+    from cpdispatch.dispatchers.easy import RunningCache
     from cpdispatch.dispatchers.queue_order import LiveQueueCache
 
     monkeypatch.setattr(LiveQueueCache, "MIN_COMPACT", 3)
+    monkeypatch.setattr(RunningCache, "MIN_COMPACT", 2)
 
     class AsTuple(Dispatcher):
         name = "astuple"
@@ -204,7 +207,9 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
             self.inner = inner
 
         def decide(self, snapshot: Snapshot) -> Decision:
-            return self.inner.decide(dataclasses.replace(snapshot, queued=tuple(snapshot.queued)))
+            return self.inner.decide(
+                dataclasses.replace(snapshot, queued=tuple(snapshot.queued), running=tuple(snapshot.running))
+            )
 
     rng = random.Random(7)
     s = system(("a", 3, {"core": 4, "mem": 8}), ("b", 2, {"core": 2, "mem": 16}))
@@ -213,10 +218,10 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
             req=(rng.randrange(1, 3), rng.randrange(0, 5)), walltime=rng.randrange(60, 120))
         for i in range(300)
     ]
-    for alloc in ("first-fit", "best-fit"):
+    for alloc, predictor in (("first-fit", "walltime"), ("best-fit", "last2")):  # last2: raised predictions
         schedules = []
         for wrap in (False, True):
             easy = make_dispatcher("easy", {"allocator": alloc})
-            res = run(s, workload(*jobs), AsTuple(easy) if wrap else easy)
+            res = run(s, workload(*jobs), AsTuple(easy) if wrap else easy, predictor=predictor)
             schedules.append([(r.job.id, r.start, r.nodes) for r in res.records])
         assert schedules[0] == schedules[1]

@@ -88,10 +88,6 @@ def _first_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], uni
 
 ALLOCATORS: dict[str, Allocator] = {"first-fit": _first_fit, "best-fit": best_fit}
 
-#: Allocators whose placement of a job does not change when amounts are taken away from what the
-#: placement leaves free (first fit visits the nodes in a fixed order; best fit re-ranks them).
-STABLE_ALLOCATORS = frozenset({"first-fit"})
-
 
 def get_allocator(name: str) -> Allocator:
     """The allocator called `name` (an error naming the known ones otherwise)."""
@@ -111,91 +107,3 @@ def release(free: np.ndarray, nodes: tuple[int, ...], req: tuple[int, ...]) -> N
     """Add one unit of `req` per entry of `nodes` to `free` (in place)."""
     if nodes:
         np.add.at(free, np.asarray(nodes, dtype=np.intp), np.asarray(req, dtype=np.int64))
-
-
-#: `fitting_totals` of a request that asks nothing (it fits whatever is free).
-FITS_ANY = np.iinfo(np.int64).max // 4
-
-
-def fitting_totals(free: np.ndarray, reqs: np.ndarray) -> np.ndarray:
-    """For each column of `reqs` (types x requests, per-unit amounts), how many units fit in `free`
-    (nodes x types) over all nodes (a request asking nothing: FITS_ANY).
-
-    Exact test of every allocator here: a job of `units` x `req` can be allocated iff `units` is
-    at most this (first and best fit both pack as many units as fit on each node they visit, and
-    fail only when the nodes' fits add up to fewer). `FitPlan` prepares it for repeated use.
-    """
-    return FitPlan(reqs)(free)
-
-
-class FitPlan:
-    """`fitting_totals` for fixed requests, prepared once. Only nodes with room for the smallest
-    request of each type that every request asks for count: on a busy system, few."""
-
-    __slots__ = ("_cap", "_full", "_mins", "_nothing", "_partial", "nreq")
-
-    def __init__(self, reqs: np.ndarray) -> None:
-        reqs = np.asarray(reqs, dtype=np.int64)
-        asks = reqs > 0
-        self.nreq = reqs.shape[1]
-        every = np.asarray(asks.all(axis=1)) if self.nreq else np.zeros(reqs.shape[0], dtype=bool)
-        self._mins = [(k, int(reqs[k].min())) for k in np.flatnonzero(every).tolist()]
-        self._full = [(k, reqs[k][:, None].copy()) for k in np.flatnonzero(every).tolist()]
-        self._partial = [  # a request asking nothing of type k: divide by 1, then set FITS_ANY
-            (k, ~asks[k], np.maximum(reqs[k], 1)[:, None])
-            for k in range(reqs.shape[0])
-            if not every[k] and asks[k].any()
-        ]
-        self._cap = bool(self._partial)  # FITS_ANY entries: cap before summing
-        nothing = ~asks.any(axis=0)
-        self._nothing = nothing if nothing.any() else None
-
-    def per_node(self, free: np.ndarray) -> np.ndarray:
-        """(requests x nodes) units that fit on each node of `free`, as `__call__` adds them up
-        (capped; 0 for a request asking nothing)."""
-        out = np.zeros((self.nreq, len(free)), dtype=np.int64)
-        first = True
-        for k, col in self._full:
-            q = free[:, k] // col
-            out = q if first else np.minimum(out, q, out=out)
-            first = False
-        for k, free_of_k, col in self._partial:
-            q = free[:, k] // col
-            q[free_of_k] = FITS_ANY
-            out = q if first else np.minimum(out, q, out=out)
-            first = False
-        if self._cap:
-            np.minimum(out, 1 << 32, out=out)
-        if self._nothing is not None:
-            out[self._nothing] = 0
-        return out
-
-    def update(self, total: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
-        """`total` (of some free array) once the rows `before` of that array became `after`."""
-        total = total - self.per_node(before).sum(axis=1) + self.per_node(after).sum(axis=1)
-        if self._nothing is not None:
-            total[self._nothing] = FITS_ANY
-        return total
-
-    def __call__(self, free: np.ndarray) -> np.ndarray:
-        keep: np.ndarray | None = None
-        for k, m in self._mins:
-            room = free[:, k] >= m
-            keep = room if keep is None else np.logical_and(keep, room, out=keep)
-        out: np.ndarray | None = None
-        for k, col in self._full:
-            q = (free[:, k] if keep is None else free[keep, k]) // col
-            out = q if out is None else np.minimum(out, q, out=out)
-        for k, free_of_k, col in self._partial:
-            q = (free[:, k] if keep is None else free[keep, k]) // col
-            q[free_of_k] = FITS_ANY
-            out = q if out is None else np.minimum(out, q, out=out)
-        if out is None:
-            total = np.zeros(self.nreq, dtype=np.int64)
-        else:
-            if self._cap:
-                np.minimum(out, 1 << 32, out=out)
-            total = out.sum(axis=1)
-        if self._nothing is not None:
-            total[self._nothing] = FITS_ANY
-        return total

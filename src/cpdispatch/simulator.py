@@ -17,7 +17,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .errors import CpdispatchError
 from .job import Job
 from .predictors.base import Predictor
 from .records import DecisionRecord, JobRecord, SimulationResult
-from .snapshot import Decision, QueuedJob, QueueView, RunningJob, Snapshot, Start
+from .snapshot import Decision, LiveView, QueuedJob, RunningJob, Snapshot, Start
 from .system import System
 from .workloads.base import Workload
 
@@ -44,6 +44,48 @@ class SimOptions:
 
 
 SnapshotHook = Callable[[Snapshot, Decision, float], None]
+
+
+T = TypeVar("T")
+
+
+class Logged(Generic[T]):
+    """One of the simulator's dicts (queue, running jobs) with what its `LiveView`s need: the logs
+    of items put in and taken out, and the last view, frozen before the dict changes if anyone
+    still holds it (so a snapshot never changes, and building one costs O(1))."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, T] = {}
+        self.added: list[T] = []
+        self.removed: list[T] = []
+        self._view: weakref.ref[LiveView[T]] | None = None
+
+    def view(self) -> LiveView[T]:
+        view = LiveView(self.items, self.added, self.removed)
+        self._view = weakref.ref(view)
+        return view
+
+    def put(self, key: str, value: T) -> None:
+        """Add (or replace) `key`; a replaced item is logged as taken out, then the new one as put in."""
+        self._changing()
+        old = self.items.get(key)
+        if old is not None:
+            self.removed.append(old)
+        self.items[key] = value
+        self.added.append(value)
+
+    def pop(self, key: str) -> T:
+        self._changing()
+        value = self.items.pop(key)
+        self.removed.append(value)
+        return value
+
+    def _changing(self) -> None:
+        if self._view is not None:
+            view = self._view()
+            if view is not None:
+                view.freeze()
+            self._view = None
 
 
 class Simulator:
@@ -70,13 +112,8 @@ class Simulator:
         if len(self.index) != len(workload.jobs):
             dup = Counter(j.id for j in workload.jobs).most_common(1)[0][0]
             raise CpdispatchError(f"{workload.source}: job id '{dup}' appears more than once")
-        self.queue: dict[str, QueuedJob] = {}  # insertion order = queue order
-        # every job ever queued / that left the queue, in order, and the last snapshot's queue view
-        # (see QueueView: it is frozen before `queue` changes if it is still referenced)
-        self._added: list[QueuedJob] = []
-        self._removed: list[QueuedJob] = []
-        self._view: weakref.ref[QueueView] | None = None
-        self.running: dict[str, RunningJob] = {}
+        self.queue: Logged[QueuedJob] = Logged()  # insertion order = queue order
+        self.running: Logged[RunningJob] = Logged()
         self._node_ints = tuple(range(system.n_nodes))
         self.completions: list[tuple[int, int, str]] = []  # (end, seq, job id)
         self.overruns: list[tuple[int, int, str]] = []  # (predicted end, seq, job id)
@@ -101,18 +138,7 @@ class Simulator:
             )
             return
         predicted = max(0, int(self.predictor.predict(job, now)))
-        if self._view is not None:
-            self._queue_changes()
-        self.queue[job.id] = queued = QueuedJob(job, predicted)
-        self._added.append(queued)
-
-    def _queue_changes(self) -> None:
-        """Freeze the last snapshot's queue view, if anyone still holds it, before `queue` changes."""
-        if self._view is not None:
-            view = self._view()
-            if view is not None:
-                view.freeze()
-            self._view = None
+        self.queue.put(job.id, QueuedJob(job, predicted))
 
     def _complete(self, job_id: str, now: int) -> None:
         run = self.running.pop(job_id)
@@ -129,13 +155,13 @@ class Simulator:
         """Give running jobs that outlived their prediction a new one (e.g. Tsafrir's correction)."""
         while self.overruns and self.overruns[0][0] <= now:
             _, _, job_id = heapq.heappop(self.overruns)
-            run = self.running.get(job_id)
+            run = self.running.items.get(job_id)
             if run is None or run.predicted_end > now:
                 continue
             elapsed = now - run.start
             new = int(self.predictor.extend(run.job, elapsed, run.predicted))
             if new > elapsed:
-                self.running[job_id] = RunningJob(run.job, run.start, new, run.nodes)
+                self.running.put(job_id, RunningJob(run.job, run.start, new, run.nodes))
                 self._push(self.overruns, run.start + new, job_id)
 
     def _push(self, heap: list[tuple[int, int, str]], when: int, job_id: str) -> None:
@@ -150,10 +176,8 @@ class Simulator:
             self._correct_overruns(now)
         free = self.free.copy()
         free.setflags(write=False)
-        queued = QueueView(self.queue, self._added, self._removed)
-        self._view = weakref.ref(queued)
-        # a QueueView reads as the tuple of the queue (see Snapshot)
-        snap = Snapshot(now, self.system, queued, tuple(self.running.values()), free)
+        queued = self.queue.view()  # views read as tuples (see Snapshot)
+        snap = Snapshot(now, self.system, queued, self.running.view(), free)
         w0, c0 = time.perf_counter(), time.process_time()
         try:
             decision = self.dispatcher.decide(snap)
@@ -193,10 +217,7 @@ class Simulator:
             queued, uniq, need = checked
             job = queued.job
             self.free[uniq] -= need
-            if self._view is not None:
-                self._queue_changes()
-            del self.queue[job.id]
-            self._removed.append(queued)
+            self.queue.pop(job.id)
             taken += 1
             rec = self.records[self.index[job.id]]
             # node indices as the shared int objects of `_node_ints`: 8 bytes per unit instead of
@@ -209,7 +230,7 @@ class Simulator:
                 end, rec.status = start_at + wt, "killed"
                 rec.reason = f"killed at its walltime of {wt} s (real run time {job.runtime} s)"
             rec.end = end
-            self.running[job.id] = RunningJob(job, start_at, queued.predicted, rec.nodes)
+            self.running.put(job.id, RunningJob(job, start_at, queued.predicted, rec.nodes))
             self._push(self.completions, end, job.id)
             if self.predictor.corrects_running:
                 self._push(self.overruns, start_at + queued.predicted, job.id)
@@ -217,7 +238,7 @@ class Simulator:
 
     def _check(self, start: Start) -> tuple[QueuedJob, np.ndarray, np.ndarray] | str:
         """The queued job, its nodes and per-node demand; or why the start cannot be applied."""
-        queued = self.queue.get(start.job_id)
+        queued = self.queue.items.get(start.job_id)
         if queued is None:
             return "job is not queued (or started twice)"
         job = queued.job
@@ -251,7 +272,7 @@ class Simulator:
         stalls = 0
         bar = _progress(self.options.progress, len(self.records))
         done_before = 0
-        while nxt < n_jobs or self.completions or self.queue:
+        while nxt < n_jobs or self.completions or self.queue.items:
             candidates = []
             if nxt < n_jobs:
                 candidates.append(jobs[nxt].submit)
@@ -272,10 +293,10 @@ class Simulator:
             while nxt < n_jobs and jobs[nxt].submit <= now:
                 self._submit(jobs[nxt], now)
                 nxt += 1
-            if self.queue:
+            if self.queue.items:
                 floor = self._dispatch(now)
             if bar is not None:
-                done = nxt - len(self.queue) - len(self.running)
+                done = nxt - len(self.queue.items) - len(self.running.items)
                 if done - done_before >= 2000:
                     bar.update(done - done_before)
                     bar.set_postfix_str(f"t={now - (jobs[0].submit if jobs else 0):,} s")
@@ -286,16 +307,14 @@ class Simulator:
         return self._result(time.perf_counter() - t0)
 
     def _reject_stalled(self, now: int) -> None:
-        self._queue_changes()
-        self._removed.extend(self.queue.values())
-        for q in self.queue.values():
+        for q in list(self.queue.items.values()):
             rec = self.records[self.index[q.job.id]]
             rec.status = "rejected"
             rec.reason = (
                 f"dispatcher {self.dispatcher.name} started nothing on an idle system "
                 f"({STALL_ATTEMPTS} attempts up to t={now})"
             )
-        self.queue = {}
+            self.queue.pop(q.job.id)
 
     def _result(self, wall: float) -> SimulationResult:
         records = self.records + [

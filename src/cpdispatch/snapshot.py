@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -34,38 +34,42 @@ class RunningJob:
         return self.start + self.predicted
 
 
-class QueueView(Sequence[QueuedJob]):
-    """The queue at one dispatching time: an immutable sequence of QueuedJob in queue order that
+T = TypeVar("T")
+
+
+class LiveView(Sequence[T]):
+    """The simulator's queue or running jobs at one dispatching time: an immutable sequence that
     reads like the tuple it stands for (indexing, slices, iteration, equality with tuples).
 
-    Built in O(1): it reads the simulator's queue (a dict), which `freeze` copies into a tuple
-    before the simulator changes that dict if the view is still referenced (so a view kept by
-    anyone never changes). It also tells how the queue came about, for dispatchers that keep
-    their own copy across calls: `added[:n_added]` are all the jobs ever queued, in order, and
-    `removed[:n_removed]` all those that left it (started or rejected), in order; the queue is the
-    former minus the latter. Both lists only grow.
+    Built in O(1): it reads the simulator's dict, which `freeze` copies into a tuple before the
+    simulator changes that dict if the view is still referenced (so a view kept by anyone never
+    changes). It also tells how the contents came about, for dispatchers that keep their own copy
+    across calls: `added[:n_added]` are all the items ever put in, in order, and
+    `removed[:n_removed]` all those taken out, in order; the contents are the former minus the
+    latter (for the queue, in that order; a running job whose prediction is raised is taken out
+    and put in again, and keeps its place in the view). Both lists only grow.
     """
 
     __slots__ = ("__weakref__", "_items", "_len", "_source", "added", "n_added", "n_removed", "removed")
 
     def __init__(
-        self, source: Mapping[str, QueuedJob], added: list[QueuedJob], removed: list[QueuedJob]
+        self, source: Mapping[str, T], added: list[T], removed: list[T]
     ) -> None:
-        self._source: Mapping[str, QueuedJob] | None = source
-        self._items: tuple[QueuedJob, ...] | None = None
+        self._source: Mapping[str, T] | None = source
+        self._items: tuple[T, ...] | None = None
         self._len = len(source)
         self.added, self.n_added = added, len(added)
         self.removed, self.n_removed = removed, len(removed)
 
     def freeze(self) -> None:
-        """Copy the queue now (the simulator calls this before it changes the queue)."""
+        """Copy the contents now (the simulator calls this before it changes its dict)."""
         if self._items is None:
             assert self._source is not None
             self._items = tuple(self._source.values())
             self._source = None
 
-    def items(self) -> tuple[QueuedJob, ...]:
-        """The queue as a tuple."""
+    def items(self) -> tuple[T, ...]:
+        """The contents as a tuple."""
         if self._items is None:
             self.freeze()
         assert self._items is not None
@@ -75,20 +79,20 @@ class QueueView(Sequence[QueuedJob]):
         return self._len
 
     @overload
-    def __getitem__(self, i: int) -> QueuedJob: ...
+    def __getitem__(self, i: int) -> T: ...
     @overload
-    def __getitem__(self, i: slice) -> tuple[QueuedJob, ...]: ...
-    def __getitem__(self, i: int | slice) -> QueuedJob | tuple[QueuedJob, ...]:
+    def __getitem__(self, i: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, i: int | slice) -> T | tuple[T, ...]:
         return self.items()[i]
 
-    def __iter__(self) -> Iterator[QueuedJob]:
+    def __iter__(self) -> Iterator[T]:
         return iter(self.items())
 
     def __contains__(self, value: object) -> bool:
         return value in self.items()
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, QueueView):
+        if isinstance(other, LiveView):
             other = other.items()
         if isinstance(other, tuple):
             return self.items() == other
@@ -100,10 +104,10 @@ class QueueView(Sequence[QueuedJob]):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __add__(self, other: tuple[QueuedJob, ...]) -> tuple[QueuedJob, ...]:
+    def __add__(self, other: tuple[T, ...]) -> tuple[T, ...]:
         return self.items() + tuple(other)
 
-    def __radd__(self, other: tuple[QueuedJob, ...]) -> tuple[QueuedJob, ...]:
+    def __radd__(self, other: tuple[T, ...]) -> tuple[T, ...]:
         return tuple(other) + self.items()
 
     def __repr__(self) -> str:
@@ -117,15 +121,15 @@ class QueueView(Sequence[QueuedJob]):
 class Snapshot:
     """The state at dispatching time `time`: a dispatcher is a pure function of this.
 
-    `queued` is in queue order (submission order): a tuple, or (from the simulator) a `QueueView`,
-    which reads as one. `free` is a read-only (nodes x types) array of
-    the amounts free now, aligned with `system.types`.
+    `queued` is in queue order (submission order), `running` in no particular order: tuples, or
+    (from the simulator) `LiveView`s, which read as tuples. `free` is a read-only (nodes x types)
+    array of the amounts free now, aligned with `system.types`.
     """
 
     time: int
     system: System
     queued: Sequence[QueuedJob]
-    running: tuple[RunningJob, ...]
+    running: Sequence[RunningJob]
     free: np.ndarray
 
 

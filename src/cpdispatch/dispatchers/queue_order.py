@@ -18,7 +18,7 @@ import numpy as np
 
 from ..allocators import Allocator, get_allocator
 from ..job import Job
-from ..snapshot import Decision, QueuedJob, QueueView, Snapshot, Start
+from ..snapshot import Decision, LiveView, QueuedJob, Snapshot, Start
 from .base import Dispatcher, Option, registered
 
 
@@ -120,7 +120,7 @@ class QueueCache:
         self.ntypes = 0
         self.data = np.zeros((self.TOTALS, 0), dtype=np.int64)
         self.in_submit_order = True
-        self._shape_ids: dict[tuple[int, ...], int] = {}
+        self.shape_ids: dict[tuple[int, ...], int] = {}  # a new dict whenever shapes are renumbered
         self.shapes = np.zeros((0, 0), dtype=np.int64)  # (types x shapes) per-unit requests
 
     @property
@@ -155,7 +155,7 @@ class QueueCache:
 
     def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
         """Align with `queued`; returns how many leading jobs were kept from the last call."""
-        if isinstance(queued, QueueView):
+        if isinstance(queued, LiveView):
             queued = queued.items()
         assert isinstance(queued, tuple)
         old = self.items
@@ -172,7 +172,7 @@ class QueueCache:
 
     def _reset(self, ntypes: int) -> None:
         if self.ntypes != ntypes:
-            self._shape_ids, self.shapes = {}, np.zeros((ntypes, 0), dtype=np.int64)
+            self.shape_ids, self.shapes = {}, np.zeros((ntypes, 0), dtype=np.int64)
         self.ntypes = ntypes
         self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
         self.in_submit_order = True
@@ -180,7 +180,7 @@ class QueueCache:
     def _convert(self, queued: Sequence[QueuedJob], last_submit: int | None) -> np.ndarray:
         """The columns of `queued` (new jobs after a last one submitted at `last_submit`)."""
         ntypes = self.ntypes
-        ids = self._shape_ids
+        ids = self.shape_ids
         known = len(ids)
         rows = [self._row(q, ids.setdefault(q.job.req, len(ids))) for q in queued]
         if len(ids) > known:
@@ -224,7 +224,7 @@ class QueueCache:
 class LiveQueueCache(QueueCache):
     """A QueueCache for one dispatcher that follows the simulator's queue without O(queue) work
     per call: started jobs are only marked dead (`live`), the columns compacted once most are
-    dead; the columns live in a buffer grown by doubling; and a `QueueView` tells which jobs
+    dead; the columns live in a buffer grown by doubling; and a `LiveView` tells which jobs
     arrived and left since the last call (a tuple is compared as QueueCache does).
 
     `items` is aligned with the columns, dead ones included. After `sync`, `incremental` says
@@ -243,16 +243,17 @@ class LiveQueueCache(QueueCache):
         self.incremental = False
         self._buf = self.data
         self._live_buf = self.live
-        self._added: list[QueuedJob] | None = None  # the QueueView lists followed, and how far
+        self._added: list[QueuedJob] | None = None  # the LiveView lists followed, and how far
         self._n_added = self._n_removed = 0
         self._gone: list[QueuedJob] = []  # removed since the last sync
+        self.shape_live = np.zeros(0, dtype=np.int64)  # live jobs per shape id
 
     @property
     def dead(self) -> int:
         return len(self.items) - self.nlive
 
     def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
-        view = queued if isinstance(queued, QueueView) else None
+        view = queued if isinstance(queued, LiveView) else None
         self.incremental = False
         if self.ntypes == ntypes:
             if view is not None:
@@ -278,6 +279,7 @@ class LiveQueueCache(QueueCache):
             self._reset(ntypes)
             self.items, self.nlive, first = [], 0, 0
             self._buf, self._live_buf = self.data, np.ones(0, dtype=bool)
+            self.shape_live = np.zeros(len(self.shape_ids), dtype=np.int64)
             new = tuple(queued)
         if new:
             self._append(new)
@@ -285,9 +287,11 @@ class LiveQueueCache(QueueCache):
 
     def _append(self, new: Sequence[QueuedJob]) -> None:
         n, k = len(self.items), len(new)
-        if k == 1 and n < self._buf.shape[1] and new[0].job.req in self._shape_ids:  # one submission
+        if k == 1 and n < self._buf.shape[1] and new[0].job.req in self.shape_ids:  # one submission
             q = new[0]
-            self._buf[:, n] = self._row(q, self._shape_ids[q.job.req])
+            shape = self.shape_ids[q.job.req]
+            self._buf[:, n] = self._row(q, shape)
+            self.shape_live[shape] += 1
             if self.in_submit_order and n:
                 self.in_submit_order = q.job.submit >= int(self._buf[self.SUBMIT, n - 1])
             self._live_buf[n] = True
@@ -305,6 +309,9 @@ class LiveQueueCache(QueueCache):
             self._buf, self._live_buf = buf, live
         self._buf[:, n : n + k] = cols
         self._live_buf[n : n + k] = True
+        count = np.bincount(cols[self.SHAPE], minlength=len(self.shape_ids))
+        count[: len(self.shape_live)] += self.shape_live
+        self.shape_live = count
         self.items.extend(new)
         self.nlive += k
         self._views(n + k)
@@ -318,6 +325,7 @@ class LiveQueueCache(QueueCache):
             return
         self.live[positions] = False
         self.nlive -= len(positions)
+        np.subtract.at(self.shape_live, self.shape[positions], 1)
         self._gone.extend(self.items[i] for i in positions)
         if self.dead > self.MIN_COMPACT + self.nlive // 8:
             self._compact()

@@ -1,0 +1,70 @@
+"""The compiled EASY kernel's pieces against the plain allocators: the same placements, and its
+per-shape "fits now" count is exactly when every allocator succeeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cpdispatch.allocators import ALLOCATORS
+from cpdispatch.dispatchers.easy_kernel import FITS_ANY, _allocate, _count, _refit
+
+
+def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Capacity and free amounts of a small heterogeneous system (ties, full nodes, types a node
+    lacks), and request shapes (types x shapes), the first asking nothing."""
+    rng = np.random.default_rng(seed)
+    nodes, ntypes = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+    capacity = rng.integers(0, 9, size=(nodes, ntypes)).astype(np.int64)
+    free = (capacity * rng.random((nodes, ntypes))).astype(np.int64)
+    free[rng.random(nodes) < 0.3] = 0
+    if seed % 3 == 0:
+        free[:] = capacity  # an idle system: many equal best-fit scores
+    shapes = rng.integers(0, 4, size=(ntypes, 12)).astype(np.int64)
+    shapes[:, 0] = 0
+    return capacity, free, shapes
+
+
+def fits(free: np.ndarray, shapes: np.ndarray, s: int) -> int:
+    fit, known = np.zeros(shapes.shape[1], dtype=np.int64), np.zeros(shapes.shape[1], dtype=bool)
+    _count(fit, known, free, shapes, s)
+    assert known[s]
+    return int(fit[s])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fits_now_and_placements_match_the_allocators(seed: int) -> None:
+    capacity, free, shapes = random_case(seed)
+    assert fits(free, shapes, 0) == FITS_ANY
+    for s in range(shapes.shape[1]):
+        req = tuple(int(a) for a in shapes[:, s])
+        total = fits(free, shapes, s)
+        for units in range(0, 14):
+            for name, alloc in ALLOCATORS.items():
+                expected = free.copy()
+                placed = alloc(expected, capacity, req, units)
+                assert (placed is not None) == (units <= total), (name, req, units)
+                if placed is None:
+                    continue
+                got, out = free.copy(), np.full(units, -1, dtype=np.int64)
+                _allocate(got, capacity, name == "best-fit", shapes, s, units, out, 0)
+                assert tuple(out.tolist()) == placed, (name, req, units)
+                assert (got == expected).all()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_refit_keeps_counts_exact_when_a_node_changes(seed: int) -> None:
+    _, free, shapes = random_case(100 + seed)
+    fit, known = np.zeros(shapes.shape[1], dtype=np.int64), np.zeros(shapes.shape[1], dtype=bool)
+    for s in range(0, shapes.shape[1], 2):  # some shapes known, the others left alone
+        _count(fit, known, free, shapes, s)
+    rng = np.random.default_rng(seed)
+    after = free.copy()
+    for n in np.unique(rng.integers(0, len(free), size=3)).tolist():
+        after[n] = np.maximum(after[n] - rng.integers(0, 4, size=free.shape[1]), 0)
+        _refit(fit, known, shapes, free, n, after, n)
+        free[n] = after[n]
+    for s in range(shapes.shape[1]):
+        assert known[s] == (s % 2 == 0)
+        if known[s]:
+            assert fit[s] == fits(free, shapes, s)
