@@ -23,6 +23,7 @@ import numpy as np
 
 from .dispatchers.base import Dispatcher
 from .errors import CpdispatchError
+from .gcpause import rare_gc
 from .job import Job
 from .predictors.base import Predictor
 from .records import DecisionRecord, JobRecord, SimulationResult
@@ -149,7 +150,10 @@ class Simulator:
 
     def _release(self, job: Job, nodes: tuple[int, ...]) -> None:
         keys, counts = _group(nodes)
-        self.free[keys] += np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
+        if len(keys) == 1:  # one node (most jobs): a row update without index arrays
+            self.free[keys[0]] += [counts[0] * a for a in job.req]
+        else:
+            self.free[keys] += np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
 
     def _correct_overruns(self, now: int) -> None:
         """Give running jobs that outlived their prediction a new one (e.g. Tsafrir's correction)."""
@@ -236,8 +240,9 @@ class Simulator:
                 self._push(self.overruns, start_at + queued.predicted, job.id)
         return taken
 
-    def _check(self, start: Start) -> tuple[QueuedJob, np.ndarray, np.ndarray] | str:
-        """The queued job, its nodes and per-node demand; or why the start cannot be applied."""
+    def _check(self, start: Start) -> tuple[QueuedJob, np.ndarray | int, np.ndarray | list[int]] | str:
+        """The queued job, its nodes and per-node demand (one node: its index and a list); or why
+        the start cannot be applied."""
         queued = self.queue.items.get(start.job_id)
         if queued is None:
             return "job is not queued (or started twice)"
@@ -249,17 +254,26 @@ class Simulator:
         for node in keys:
             if not (isinstance(node, int | np.integer) and 0 <= node < n_nodes):
                 return f"no node with index {node!r} (node indices are 0..{n_nodes - 1})"
+        if len(keys) == 1:  # one node (most jobs): compare plain ints
+            node = int(keys[0])
+            need1 = [counts[0] * a for a in job.req]
+            for t, (have, want) in enumerate(zip(self.free[node].tolist(), need1)):
+                if have < want:
+                    return self._short(node, t, counts[0], want)
+            return queued, node, need1
         uniq = np.asarray(keys, dtype=np.int64)
         need = np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
         short = self.free[uniq] < need
         if short.any():
             i, t = (int(x) for x in np.argwhere(short)[0])
-            node = int(uniq[i])
-            return (
-                f"node {self.system.node_names[node]} has {self.free[node, t]} {self.system.types[t]} "
-                f"free, {counts[i]} units need {need[i, t]}"
-            )
+            return self._short(int(uniq[i]), t, counts[i], int(need[i, t]))
         return queued, uniq, need
+
+    def _short(self, node: int, t: int, units: int, need: int) -> str:
+        return (
+            f"node {self.system.node_names[node]} has {self.free[node, t]} {self.system.types[t]} "
+            f"free, {units} units need {need}"
+        )
 
     # -- main loop ------------------------------------------------------------------------------
 
@@ -359,7 +373,8 @@ def simulate(
     on_decision: SnapshotHook | None = None,
 ) -> SimulationResult:
     """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason."""
-    return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
+    with rare_gc():
+        return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
 
 
 def _progress(enabled: bool | None, total: int) -> Any:

@@ -109,7 +109,14 @@ class RunningCache:
         if not new:
             return
         k, n, m = len(new), self.n, self.n_pairs
-        pairs, node, count = _runs([r.nodes for r in new])
+        pairs: Sequence[int] | np.ndarray
+        node: Sequence[int] | np.ndarray
+        count: Sequence[int] | np.ndarray
+        if k == 1 and len(new[0].nodes) <= 64:  # one start (the usual call): no numpy conversions
+            node, count = _runs_of(new[0].nodes)
+            pairs = (len(node),)
+        else:
+            pairs, node, count = _runs([r.nodes for r in new])
         p = len(node)
         if n + k > len(self._end):
             cap = max(2 * (n + k), 64)
@@ -148,6 +155,21 @@ def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
+def _runs_of(units: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """One job's units as runs on one node: each run's node and number of units."""
+    node: list[int] = []
+    count: list[int] = []
+    last = None
+    for n in units:
+        if n == last:
+            count[-1] += 1
+        else:
+            node.append(n)
+            count.append(1)
+            last = n
+    return node, count
+
+
 def _runs(nodes: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The units of jobs (their nodes) as runs of consecutive units on one node: runs per job, and
     each run's node and number of units."""
@@ -158,16 +180,10 @@ def _runs(nodes: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndar
         node: list[int] = []
         count: list[int] = []
         for units in nodes:
-            before = len(node)
-            last = None
-            for n in units:
-                if n == last:
-                    count[-1] += 1
-                else:
-                    node.append(n)
-                    count.append(1)
-                    last = n
-            per_job.append(len(node) - before)
+            n, c = _runs_of(units)
+            node += n
+            count += c
+            per_job.append(len(n))
         return (
             np.array(per_job, dtype=np.int64), np.array(node, dtype=np.intp), np.array(count, dtype=np.int64)
         )
@@ -216,8 +232,8 @@ class Easy(Dispatcher):
         self._keep_fits(free, cache)
         positions, nodes, offsets = easy_pass(
             free, self._capacity_of(snapshot.system), self._best, snapshot.time,
-            cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape, cache.shapes, cache.shape_live,
-            self._fit, self._known, self._last_free,
+            cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
+            cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
             running.end, running.live, running.req, running.pairs, running.pair_node, running.pair_count,
         )
         if not len(positions):

@@ -323,9 +323,11 @@ class LiveQueueCache(QueueCache):
         """Mark the jobs at `positions` (just started, in that order) dead."""
         if not positions:
             return
-        self.live[positions] = False
+        live, count, shape = self.live, self.shape_live, self.shape
+        for i in positions:  # usually one or two: scalar stores beat fancy indexing
+            live[i] = False
+            count[shape[i]] -= 1
         self.nlive -= len(positions)
-        np.subtract.at(self.shape_live, self.shape[positions], 1)
         self._gone.extend(self.items[i] for i in positions)
         if self.dead > self.MIN_COMPACT + self.nlive // 8:
             self._compact()
