@@ -187,8 +187,8 @@ def test_kept_snapshots_keep_their_queue() -> None:
 
 
 def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.MonkeyPatch) -> None:
-    """EASY follows the simulator's LiveViews of queue and running jobs (lazy deletion, compaction)
-    exactly as it reads tuples."""
+    """EASY follows the simulator's LiveViews of queue and running jobs (lazy deletion, compaction,
+    logs that restart) exactly as it reads tuples."""
     import dataclasses
     import random
 
@@ -198,6 +198,7 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(LiveQueueCache, "MIN_COMPACT", 3)
     monkeypatch.setattr(RunningCache, "MIN_COMPACT", 2)
+    monkeypatch.setattr(sim_module.Logged, "SLACK", 5)  # the simulator's logs restart often
 
     class AsTuple(Dispatcher):
         name = "astuple"

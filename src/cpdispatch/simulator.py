@@ -53,7 +53,15 @@ T = TypeVar("T")
 class Logged(Generic[T]):
     """One of the simulator's dicts (queue, running jobs) with what its `LiveView`s need: the logs
     of items put in and taken out, and the last view, frozen before the dict changes if anyone
-    still holds it (so a snapshot never changes, and building one costs O(1))."""
+    still holds it (so a snapshot never changes, and building one costs O(1)).
+
+    Once the logs outgrow the contents by far, they start afresh (new lists, holding the
+    contents): memory stays proportional to the contents, and a dispatcher following the old
+    lists sees new ones and reads the contents whole once.
+    """
+
+    #: Start new logs once they hold more than this + 4 x the contents.
+    SLACK = 4096
 
     def __init__(self) -> None:
         self.items: dict[str, T] = {}
@@ -62,6 +70,8 @@ class Logged(Generic[T]):
         self._view: weakref.ref[LiveView[T]] | None = None
 
     def view(self) -> LiveView[T]:
+        if len(self.added) > self.SLACK + 4 * len(self.items):
+            self.added, self.removed = list(self.items.values()), []
         view = LiveView(self.items, self.added, self.removed)
         self._view = weakref.ref(view)
         return view
