@@ -10,9 +10,10 @@ not protect the reservation (reference notes 1.9); this does.
 
 Speed: the simulator calls this at every event with queues of hundreds to tens of thousands of
 jobs and hundreds of running jobs. The pass itself is compiled (`easy_kernel`); queue and running
-jobs live in numpy arrays kept across calls (matched by object identity, so they never change a
-decision: the queue follows the simulator's QueueView, started jobs are only marked dead), so a
-call converts only what changed since the last one.
+jobs live in numpy arrays kept across calls (they follow the simulator's `LiveView`s, matched by
+object identity, so they never change a decision; started and ended jobs are only marked dead),
+so a call converts only what changed since the last one. Measured: HPC2N (202,871 jobs) in 10 s,
+RICC (447,794) in 47 s, about 0.02 and 0.07 ms per call (README, Results).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ..allocators import get_allocator
 from ..snapshot import Decision, LiveView, RunningJob, Snapshot, Start
 from ..system import System
 from .base import Dispatcher, registered
-from .easy_kernel import easy_pass
 from .queue_order import ALLOCATOR_OPTION, LiveQueueCache
 
 #: `order` for the kernel when FIFO order is queue order.
@@ -209,6 +209,9 @@ class Easy(Dispatcher):
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         get_allocator(self.allocator)  # an unknown name is an error here
+        from .easy_kernel import easy_pass  # here: numba (~150 MB, 0.2 s) only for runs that use it
+
+        self._pass = easy_pass
         self._best = self.allocator == "best-fit"  # the kernel knows first and best fit
         self._queue = LiveQueueCache()
         self._running = RunningCache()
@@ -230,7 +233,7 @@ class Easy(Dispatcher):
         order = None if cache.in_submit_order else cache.fifo_order()
         free = snapshot.free.copy()
         self._keep_fits(free, cache)
-        positions, nodes, offsets = easy_pass(
+        positions, nodes, offsets = self._pass(
             free, self._capacity_of(snapshot.system), self._best, snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,

@@ -227,7 +227,8 @@ class LiveQueueCache(QueueCache):
     dead; the columns live in a buffer grown by doubling; and a `LiveView` tells which jobs
     arrived and left since the last call (a tuple is compared as QueueCache does).
 
-    `items` is aligned with the columns, dead ones included. After `sync`, `incremental` says
+    `items` is aligned with the columns, dead ones included; `shape_live` counts the live jobs
+    of each shape (`shapes` column). After `sync`, `incremental` says
     whether the queue is the last one minus the jobs `remove`d plus new jobs at the end (the
     returned first new column); otherwise everything was rebuilt (and 0 is returned).
     """
