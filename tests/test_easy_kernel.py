@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cpdispatch.allocators import ALLOCATORS
-from cpdispatch.dispatchers.easy_kernel import FITS_ANY, _allocate, _count, _refit
+from cpdispatch.dispatchers.easy_kernel import FITS_ANY, _allocate, _count, _refit, _sort_new
 
 
 def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -68,3 +68,17 @@ def test_refit_keeps_counts_exact_when_a_node_changes(seed: int) -> None:
         assert known[s] == (s % 2 == 0)
         if known[s]:
             assert fit[s] == fits(free, shapes, s)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_sort_new_completes_the_order_of_running_entries_by_end(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    end = rng.integers(0, 20, size=int(rng.integers(1, 40))).astype(np.int64)  # many ties
+    done_before = int(rng.integers(0, len(end) + 1))
+    by_end = np.zeros(len(end), dtype=np.int64)
+    by_end[:done_before] = np.argsort(end[:done_before], kind="stable")
+    done = np.array([done_before], dtype=np.int64)
+    _sort_new(end, by_end, done)
+    assert done[0] == len(end)
+    assert sorted(by_end.tolist()) == list(range(len(end)))
+    assert (np.diff(end[by_end]) >= 0).all()

@@ -35,8 +35,10 @@ _IN_ORDER = np.zeros(0, dtype=np.int64)
 
 class RunningCache:
     """Running jobs as arrays kept across calls, one entry per job (`live` ones, and dead ones not
-    yet compacted away): predicted end, per-unit request (jobs x types) and, job after job, its
-    units as runs of units on one node ("pairs": node and count, in unit order).
+    yet compacted away): predicted end, per-unit request (jobs x types), its units as runs of
+    units on one node ("pairs": node and count, in unit order; `pairs` runs from `first`), and
+    the entries in order of predicted end (`by_end`: sorted up to `sorted[0]`; the compiled pass
+    inserts the newer ones, so no call sorts all running jobs).
 
     It follows the simulator's `LiveView` of the running jobs: new jobs are appended, ended ones
     (found by identity) marked dead, the arrays compacted once many are dead (amortised O(1) per
@@ -56,36 +58,24 @@ class RunningCache:
         self.n = self.n_pairs = 0
         self._end = np.zeros(0, dtype=np.int64)
         self._req = np.zeros((0, ntypes), dtype=np.int64)
+        self._first = np.zeros(0, dtype=np.int64)
         self._pairs = np.zeros(0, dtype=np.int64)
         self._live = np.zeros(0, dtype=bool)
+        self._by_end = np.zeros(0, dtype=np.int64)
+        self.sorted = np.zeros(1, dtype=np.int64)
         self._node = np.zeros(0, dtype=np.int64)
         self._count = np.zeros(0, dtype=np.int64)
         self._added: list[RunningJob] | None = None  # the LiveView lists followed, and how far
         self._n_added = self._n_removed = 0
 
-    @property
-    def end(self) -> np.ndarray:
-        return self._end[: self.n]
-
-    @property
-    def req(self) -> np.ndarray:
-        return self._req[: self.n]
-
-    @property
-    def pairs(self) -> np.ndarray:
-        return self._pairs[: self.n]
-
-    @property
-    def live(self) -> np.ndarray:
-        return self._live[: self.n]
-
-    @property
-    def pair_node(self) -> np.ndarray:
-        return self._node[: self.n_pairs]
-
-    @property
-    def pair_count(self) -> np.ndarray:
-        return self._count[: self.n_pairs]
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """What the compiled pass reads: end, live, req, first, pairs, pair node, pair count,
+        by_end, sorted."""
+        n, p = self.n, self.n_pairs
+        return (
+            self._end[:n], self._live[:n], self._req[:n], self._first[:n], self._pairs[:n], self._node[:p],
+            self._count[:p], self._by_end[:n], self.sorted,
+        )
 
     def sync(self, running: Sequence[RunningJob], ntypes: int) -> None:
         view = running if isinstance(running, LiveView) else None
@@ -102,6 +92,7 @@ class RunningCache:
         else:
             self._reset(ntypes)
             self._append(list(running))
+            self._sort()
         if view is not None:
             self._added, self._n_added, self._n_removed = view.added, view.n_added, view.n_removed
 
@@ -120,7 +111,9 @@ class RunningCache:
         p = len(node)
         if n + k > len(self._end):
             cap = max(2 * (n + k), 64)
-            self._end, self._pairs, self._live = (_grown(a, cap) for a in (self._end, self._pairs, self._live))
+            self._end, self._first, self._pairs, self._live, self._by_end = (
+                _grown(a, cap) for a in (self._end, self._first, self._pairs, self._live, self._by_end)
+            )
             self._req = _grown(self._req, cap)
         if m + p > len(self._node):
             cap = max(2 * (m + p), 256)
@@ -128,6 +121,7 @@ class RunningCache:
         self._end[n : n + k] = [r.start + r.predicted for r in new]
         self._req[n : n + k] = [r.job.req for r in new]
         self._pairs[n : n + k] = pairs
+        self._first[n : n + k] = m + np.cumsum(pairs) - pairs if k > 1 else m
         self._live[n : n + k] = True
         self._node[m : m + p], self._count[m : m + p] = node, count
         for i, r in enumerate(new, n):
@@ -136,16 +130,23 @@ class RunningCache:
         self.n, self.n_pairs = n + k, m + p
 
     def _compact(self) -> None:
-        live = self.live
+        n = self.n
+        live = self._live[:n]
         keep = np.flatnonzero(live)
-        pmask = np.repeat(live, self.pairs)
+        pmask = np.repeat(live, self._pairs[:n])
         k, p = len(keep), int(np.count_nonzero(pmask))
-        self._end[:k], self._req[:k], self._pairs[:k] = self.end[keep], self.req[keep], self.pairs[keep]
-        self._node[:p], self._count[:p] = self.pair_node[pmask], self.pair_count[pmask]
+        self._end[:k], self._req[:k], self._pairs[:k] = self._end[keep], self._req[keep], self._pairs[keep]
+        self._first[:k] = np.cumsum(self._pairs[:k]) - self._pairs[:k]
+        self._node[:p], self._count[:p] = self._node[: self.n_pairs][pmask], self._count[: self.n_pairs][pmask]
         self._live[:k] = True
         self.items = [self.items[i] for i in keep.tolist()]
         self._column = {id(r): i for i, r in enumerate(self.items)}
         self.n, self.n_pairs = k, p
+        self._sort()
+
+    def _sort(self) -> None:
+        self._by_end[: self.n] = np.argsort(self._end[: self.n], kind="stable")
+        self.sorted[0] = self.n
 
 
 def _grown(a: np.ndarray, cap: int) -> np.ndarray:
@@ -237,7 +238,7 @@ class Easy(Dispatcher):
             free, self._capacity_of(snapshot.system), self._best, snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
-            running.end, running.live, running.req, running.pairs, running.pair_node, running.pair_count,
+            running.arrays(),
         )
         if not len(positions):
             return Decision()

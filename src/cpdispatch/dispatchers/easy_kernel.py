@@ -112,69 +112,83 @@ def _grow(buf: np.ndarray, need: int) -> np.ndarray:
 
 
 @njit(cache=True)
+def _sort_new(run_end: np.ndarray, by_end: np.ndarray, done: np.ndarray) -> None:
+    """Insert the running entries from done[0] on into `by_end` (the first done[0] entries are in
+    order of end), so that all are."""
+    n = done[0]
+    for j in range(done[0], run_end.shape[0]):
+        e = run_end[j]
+        lo, hi = 0, n  # the first place whose end is after e
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if run_end[by_end[mid]] <= e:
+                lo = mid + 1
+            else:
+                hi = mid
+        for q in range(n, lo, -1):
+            by_end[q] = by_end[q - 1]
+        by_end[lo] = j
+        n += 1
+    done[0] = n
+
+
+@njit(cache=True)
 def _reserve(
     free: np.ndarray, capacity: np.ndarray, best: bool, shapes: np.ndarray, head_shape: int, units: int, now: int,
-    run_end: np.ndarray, run_live: np.ndarray, run_req: np.ndarray, run_pairs: np.ndarray, pair_node: np.ndarray,
-    pair_count: np.ndarray, new_end: np.ndarray, new_shape: np.ndarray, new_nodes: np.ndarray, new_off: np.ndarray,
+    running: tuple, new_end: np.ndarray, new_shape: np.ndarray, new_nodes: np.ndarray, new_off: np.ndarray,
 ) -> tuple[int, np.ndarray]:
     """The head's reservation: the first predicted end (never before now + 1: a job running now
     has not ended) at which `units` units of `head_shape` fit on the nodes, releasing the running
-    jobs (the `run_live` ones; their units as runs of units per node) and those just started
-    (`new_*`, their nodes unit by unit) in order of predicted end; and the extra, what is left at
-    that time beside the head's allocation there. (-1, free) if the head never fits."""
-    n_run, n_new = run_end.shape[0], new_end.shape[0]
-    n_types = free.shape[1]
-    first_pair = np.zeros(n_run + 1, dtype=np.int64)
-    for j in range(n_run):
-        first_pair[j + 1] = first_pair[j] + run_pairs[j]
-    release = np.empty(n_run + n_new, dtype=np.int64)  # live running jobs, then the new ones
-    m = 0
-    for j in range(n_run):
-        if run_live[j]:
-            release[m] = j
-            m += 1
-    for j in range(n_new):
-        release[m] = n_run + j
-        m += 1
-    release = release[:m]
-    when = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        j = release[i]
-        when[i] = max(run_end[j], now + 1) if j < n_run else new_end[j - n_run]
+    jobs (`RunningCache.arrays`: the live entries, in order of end; their units as runs of units
+    per node) and those just started (`new_*`, their nodes unit by unit) in order of predicted end;
+    and the extra, what is left at that time beside the head's allocation there. (-1, free) if
+    the head never fits."""
+    run_end, run_live, run_req, run_first, run_pairs, pair_node, pair_count, by_end, done = running
+    n_sorted, n_new, n_types = done[0], new_end.shape[0], free.shape[1]
+    new_order = np.argsort(new_end)
     avail = free.copy()
     node_fit = np.empty(avail.shape[0], dtype=np.int64)
     total = 0
     for n in range(avail.shape[0]):
         node_fit[n] = min(_node_fit(avail, n, shapes, head_shape), units)
         total += node_fit[n]
-    order = np.argsort(when)  # ties: any order, they are released together
-    i = 0
-    while i < m:
-        t = when[order[i]]
-        while i < m and when[order[i]] == t:  # all that end at t
-            j = release[order[i]]
-            i += 1
-            if j < n_run:
-                for p in range(first_pair[j], first_pair[j + 1]):
-                    n = pair_node[p]
+    never = np.iinfo(np.int64).max
+    p = q = 0  # next entry of by_end, of new_order
+    while True:
+        while p < n_sorted and not run_live[by_end[p]]:
+            p += 1
+        t = min(
+            max(run_end[by_end[p]], now + 1) if p < n_sorted else never,
+            new_end[new_order[q]] if q < n_new else never,
+        )
+        if t == never:
+            return -1, free
+        while p < n_sorted:  # the running jobs that end at t (ties: any order, released together)
+            j = by_end[p]
+            if run_live[j]:
+                if max(run_end[j], now + 1) != t:
+                    break
+                for r in range(run_first[j], run_first[j] + run_pairs[j]):
+                    n = pair_node[r]
                     for k in range(n_types):
-                        avail[n, k] += pair_count[p] * run_req[j, k]
+                        avail[n, k] += pair_count[r] * run_req[j, k]
                     f = min(_node_fit(avail, n, shapes, head_shape), units)
                     total += f - node_fit[n]
                     node_fit[n] = f
-            else:
-                j -= n_run
-                for u in range(new_off[j], new_off[j + 1]):
-                    n = new_nodes[u]
-                    for k in range(n_types):
-                        avail[n, k] += shapes[k, new_shape[j]]
-                    f = min(_node_fit(avail, n, shapes, head_shape), units)
-                    total += f - node_fit[n]
-                    node_fit[n] = f
+            p += 1
+        while q < n_new and new_end[new_order[q]] == t:  # the jobs just started that end at t
+            j = new_order[q]
+            q += 1
+            for u in range(new_off[j], new_off[j + 1]):
+                n = new_nodes[u]
+                for k in range(n_types):
+                    avail[n, k] += shapes[k, new_shape[j]]
+                f = min(_node_fit(avail, n, shapes, head_shape), units)
+                total += f - node_fit[n]
+                node_fit[n] = f
         if total >= units:
             _allocate(avail, capacity, best, shapes, head_shape, units, np.empty(units, dtype=np.int64), 0)
             return t, avail
-    return -1, free
 
 
 @njit(cache=True)
@@ -209,12 +223,12 @@ def easy_pass(
     free: np.ndarray, capacity: np.ndarray, best: bool, now: int,
     live: np.ndarray, order: np.ndarray, units: np.ndarray, predicted: np.ndarray, shape: np.ndarray,
     shapes: np.ndarray, shape_live: np.ndarray, fit: np.ndarray, known: np.ndarray, last_free: np.ndarray,
-    run_end: np.ndarray, run_live: np.ndarray, run_req: np.ndarray, run_pairs: np.ndarray, pair_node: np.ndarray,
-    pair_count: np.ndarray,
+    running: tuple,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One EASY pass over the live queue positions, in `order` (empty: position order). Returns
     the started positions, their nodes (one per unit, all starts together) and each start's
-    offset into them (one more than starts). `free` (nodes x types) is used up in place.
+    offset into them (one more than starts). `free` (nodes x types) is used up in place; `running`
+    is `RunningCache.arrays()` (its entries in order of end are completed here).
 
     `fit` and `known` (at least one entry per shape) keep, across calls, the units of each shape
     that fit in `last_free` (where known); they are brought up to date on the nodes whose amounts
@@ -228,6 +242,7 @@ def easy_pass(
     head never fits) nothing is protected.
     """
     n_types, n_queue = free.shape[1], (order.shape[0] if order.shape[0] else units.shape[0])
+    _sort_new(running[0], running[7], running[8])
     for s in range(shape_live.shape[0]):
         if shape_live[s] == 0:
             known[s] = False
@@ -261,8 +276,7 @@ def easy_pass(
         elif shadow == -2:  # the first job to backfill: reserve for the head (before any backfill)
             fifo = started[:n_started]
             shadow, extra = _reserve(
-                free, capacity, best, shapes, shape[head], units[head], now,
-                run_end, run_live, run_req, run_pairs, pair_node, pair_count,
+                free, capacity, best, shapes, shape[head], units[head], now, running,
                 now + np.maximum(predicted[fifo], 1), shape[fifo], nodes, offsets[: n_started + 1],
             )
             if shadow >= 0:
