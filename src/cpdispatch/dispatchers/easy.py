@@ -100,12 +100,10 @@ class RunningCache:
         if not new:
             return
         k, n, m = len(new), self.n, self.n_pairs
-        pairs: Sequence[int] | np.ndarray
         node: Sequence[int] | np.ndarray
         count: Sequence[int] | np.ndarray
         if k == 1 and len(new[0].nodes) <= 64:  # one start (the usual call): no numpy conversions
             node, count = _runs_of(new[0].nodes)
-            pairs = (len(node),)
         else:
             pairs, node, count = _runs([r.nodes for r in new])
         p = len(node)
@@ -118,10 +116,14 @@ class RunningCache:
         if m + p > len(self._node):
             cap = max(2 * (m + p), 256)
             self._node, self._count = _grown(self._node, cap), _grown(self._count, cap)
-        self._end[n : n + k] = [r.start + r.predicted for r in new]
-        self._req[n : n + k] = [r.job.req for r in new]
-        self._pairs[n : n + k] = pairs
-        self._first[n : n + k] = m + np.cumsum(pairs) - pairs if k > 1 else m
+        if k == 1:  # scalar stores: several times cheaper than converting one-item lists
+            r = new[0]
+            self._end[n], self._req[n], self._pairs[n], self._first[n] = r.start + r.predicted, r.job.req, p, m
+        else:
+            self._end[n : n + k] = [r.start + r.predicted for r in new]
+            self._req[n : n + k] = [r.job.req for r in new]
+            self._pairs[n : n + k] = pairs
+            self._first[n : n + k] = m + np.cumsum(pairs) - pairs
         self._live[n : n + k] = True
         self._node[m : m + p], self._count[m : m + p] = node, count
         for i, r in enumerate(new, n):
