@@ -27,7 +27,7 @@ def _node_fit(amounts: np.ndarray, n: int, shapes: np.ndarray, s: int) -> int:
     for k in range(shapes.shape[0]):
         a = shapes[k, s]
         if a > 0:
-            q = amounts[n, k] // a if a != 1 else amounts[n, k]  # a division is slow
+            q = amounts[n, k] // a if a != 1 else amounts[n, k]  # one core per unit: no division
             if q < out:
                 out = q
     return out
@@ -84,7 +84,7 @@ def _allocate(
         visit = cand[:m][np.argsort(score[:m], kind="mergesort")]
         count = m
     else:
-        visit = cand = np.empty(0, dtype=np.int64)
+        visit = np.empty(0, dtype=np.int64)  # nodes in index order
         count = n_nodes
     left = units
     for v in range(count):
