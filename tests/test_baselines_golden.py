@@ -335,7 +335,7 @@ REFERENCES: dict[str, Callable[[Snapshot, str], Starts]] = {
 @pytest.mark.parametrize("seed", range(4))
 def test_easy_matches_the_reference_on_seeded_workloads(alloc: str, seed: int) -> None:
     """More and longer simulations than the hypothesis test below, for EASY's state kept across
-    calls (resumed passes, cached running jobs)."""
+    calls (per-shape fit counts, running jobs in order of end)."""
     rng = random.Random(seed)
     for _ in range(25):
         groups = [NodeGroup(f"g{g}", rng.randint(1, 4), {"core": rng.randint(1, 8), "mem": rng.choice([0, 1024, 4096])})
