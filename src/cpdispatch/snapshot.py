@@ -47,7 +47,9 @@ class LiveView(Sequence[T]):
     across calls: `added[:n_added]` are all the items ever put in, in order, and
     `removed[:n_removed]` all those taken out, in order; the contents are the former minus the
     latter (for the queue, in that order; a running job whose prediction is raised is taken out
-    and put in again, and keeps its place in the view). Both lists only grow.
+    and put in again, and keeps its place in the view). Both lists only grow; the simulator may
+    start new ones (holding the contents), and a dispatcher that sees other list objects reads the
+    contents whole.
     """
 
     __slots__ = ("__weakref__", "_items", "_len", "_source", "added", "n_added", "n_removed", "removed")
