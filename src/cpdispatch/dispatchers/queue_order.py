@@ -38,17 +38,6 @@ class Failures:
         """Whether a job of `units` x `req` surely fails too."""
         return any(units >= u and all(a >= b for a, b in zip(req, r)) for u, r in self.entries)
 
-    def covered(self, units: np.ndarray, req: np.ndarray) -> np.ndarray:
-        """`cover` for columns of a (types x jobs) per-unit request array."""
-        out = np.zeros(units.shape[0], dtype=bool)
-        for u, r in self.entries:
-            hit = units >= u
-            for k, b in enumerate(r):
-                if b > 0:
-                    hit &= req[k] >= b
-            out |= hit
-        return out
-
 
 class GreedyPass:
     """A working copy of the free amounts for one decision, with cheap rejections in front of numpy.
@@ -104,12 +93,12 @@ class QueueCache:
 
     Rows: submit, predicted, units, an optional extra number (`column(job)`, e.g. the queue's EWT),
     the job's shape (an id of its per-unit request, numbered at first sight: `shapes[:, id]`), then
-    units * per-unit request per type, then the per-unit request per type (one contiguous row per
-    quantity: per-row numpy calls are several times cheaper than reductions across a short
-    axis). Between two calls of one simulation the queue is the previous one minus the jobs just
-    started plus new jobs at the end; `sync` verifies that (by object identity, falling back to
-    equality) and converts only the new jobs, else it rebuilds. Columns are a function of the
-    queued jobs alone, so the cache never changes a decision.
+    units * per-unit request per type (one contiguous row per quantity: per-row numpy calls are
+    several times cheaper than reductions across a short axis). Between two calls of one
+    simulation the queue is the previous one minus the jobs just started plus new jobs at the end;
+    `sync` verifies that (by object identity, falling back to equality) and converts only the new
+    jobs, else it rebuilds. Columns are a function of the queued jobs alone, so the cache never
+    changes a decision.
     """
 
     SUBMIT, PREDICTED, UNITS, EXTRA, SHAPE, TOTALS = range(6)
@@ -148,11 +137,6 @@ class QueueCache:
         """(types x jobs) units * per-unit request."""
         return self.data[self.TOTALS : self.TOTALS + self.ntypes]
 
-    @property
-    def req(self) -> np.ndarray:
-        """(types x jobs) per-unit request."""
-        return self.data[self.TOTALS + self.ntypes :]
-
     def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
         """Align with `queued`; returns how many leading jobs were kept from the last call."""
         if isinstance(queued, LiveView):
@@ -174,7 +158,7 @@ class QueueCache:
         if self.ntypes != ntypes:
             self.shape_ids, self.shapes = {}, np.zeros((ntypes, 0), dtype=np.int64)
         self.ntypes = ntypes
-        self.data = np.zeros((self.TOTALS + 2 * ntypes, 0), dtype=np.int64)
+        self.data = np.zeros((self.TOTALS + ntypes, 0), dtype=np.int64)
         self.in_submit_order = True
 
     def _convert(self, queued: Sequence[QueuedJob], last_submit: int | None) -> np.ndarray:
@@ -186,7 +170,7 @@ class QueueCache:
         if len(ids) > known:
             fresh = np.array(list(ids)[known:], dtype=np.int64).reshape(len(ids) - known, ntypes).T
             self.shapes = np.concatenate((self.shapes, fresh), axis=1)
-        new = np.array(rows, dtype=np.int64).reshape(len(rows), self.TOTALS + 2 * ntypes).T
+        new = np.array(rows, dtype=np.int64).reshape(len(rows), self.TOTALS + ntypes).T
         if self.in_submit_order:
             sub = new[self.SUBMIT]
             self.in_submit_order = bool((sub[1:] >= sub[:-1]).all()) and (
@@ -197,7 +181,7 @@ class QueueCache:
     def _row(self, q: QueuedJob, shape: int) -> tuple[int, ...]:
         """The column of one queued job (rows as in the class docstring)."""
         j, col = q.job, self.column
-        return (j.submit, q.predicted, j.units, col(j) if col else 0, shape, *[j.units * a for a in j.req], *j.req)
+        return (j.submit, q.predicted, j.units, col(j) if col else 0, shape, *[j.units * a for a in j.req])
 
     def remove(self, positions: list[int]) -> None:
         """Forget the jobs at `positions` (just started): what the next queue should begin with."""
@@ -228,9 +212,9 @@ class LiveQueueCache(QueueCache):
     arrived and left since the last call (a tuple is compared as QueueCache does).
 
     `items` is aligned with the columns, dead ones included; `shape_live` counts the live jobs
-    of each shape (`shapes` column). After `sync`, `incremental` says
-    whether the queue is the last one minus the jobs `remove`d plus new jobs at the end (the
-    returned first new column); otherwise everything was rebuilt (and 0 is returned).
+    of each shape (`shapes` column). `sync` returns the first new column: when the queue is the
+    last one minus the jobs `remove`d plus new jobs at the end; otherwise everything was rebuilt
+    (and 0 is returned).
     """
 
     #: Compact once more than MIN_COMPACT + nlive / 8 columns are dead (amortised O(1) per job).
@@ -241,7 +225,6 @@ class LiveQueueCache(QueueCache):
         self.items: list[QueuedJob] = []  # type: ignore[assignment]
         self.live = np.ones(0, dtype=bool)
         self.nlive = 0
-        self.incremental = False
         self._buf = self.data
         self._live_buf = self.live
         self._added: list[QueuedJob] | None = None  # the LiveView lists followed, and how far
@@ -255,20 +238,20 @@ class LiveQueueCache(QueueCache):
 
     def sync(self, queued: Sequence[QueuedJob], ntypes: int) -> int:
         view = queued if isinstance(queued, LiveView) else None
-        self.incremental = False
+        incremental = False
         if self.ntypes == ntypes:
             if view is not None:
                 if view.added is self._added and view.n_added >= self._n_added and view.n_removed >= self._n_removed:
                     gone, expect = view.removed[self._n_removed : view.n_removed], self._gone
                     if len(gone) == len(expect) and all(a is b for a, b in zip(gone, expect)):
-                        self.incremental = True
+                        incremental = True
                         new: Sequence[QueuedJob] = view.added[self._n_added : view.n_added]
             else:
                 self._compact()
                 old = self.items
                 m = len(old)
                 if m <= len(queued) and (m == 0 or (queued[0] is old[0] and tuple(queued[:m]) == tuple(old))):
-                    self.incremental = True
+                    incremental = True
                     new = queued[m:]
         self._gone = []
         if view is not None:
@@ -276,7 +259,7 @@ class LiveQueueCache(QueueCache):
         else:
             self._added = None
         first = len(self.items)
-        if not self.incremental:
+        if not incremental:
             self._reset(ntypes)
             self.items, self.nlive, first = [], 0, 0
             self._buf, self._live_buf = self.data, np.ones(0, dtype=bool)
@@ -350,14 +333,6 @@ class LiveQueueCache(QueueCache):
             return None if not self.dead else np.flatnonzero(self.live)
         live = np.flatnonzero(self.live)
         return live[np.argsort(self.submit[live], kind="stable")]
-
-    def first(self) -> int:
-        """The position of the first live job in FIFO order (some job must be live)."""
-        if self.in_submit_order:
-            return int(self.live.argmax())
-        order = self.fifo_order()
-        assert order is not None
-        return int(order[0])
 
 
 def within(totals: np.ndarray, limit: list[int]) -> np.ndarray:
