@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from cpdispatch.job import Job
+from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 from cpdispatch.workloads.base import Workload
 
@@ -20,3 +23,16 @@ def job(
 
 def workload(*jobs: Job) -> Workload:
     return Workload("test", sorted(jobs, key=lambda j: j.submit))
+
+
+def snapshot(
+    system: System, queued: list[tuple[Job, int]], running: tuple[RunningJob, ...] = (), now: int = 100
+) -> Snapshot:
+    """A snapshot of `queued` (job, predicted duration) pairs, free = capacity - running usage."""
+    free = np.array(system.capacity, dtype=np.int64)
+    for r in running:
+        for k in r.nodes:
+            free[k] -= np.asarray(r.job.req)
+    assert (free >= 0).all()
+    free.setflags(write=False)
+    return Snapshot(now, system, tuple(QueuedJob(j, p) for j, p in queued), tuple(running), free)

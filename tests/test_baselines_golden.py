@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpdispatch.allocators import ALLOCATORS
+from cpdispatch.allocators import get_allocator
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.pbs import parse_ewt
 from cpdispatch.errors import CpdispatchError
@@ -259,7 +259,7 @@ def test_end_to_end_easy_backfill_on_two_nodes() -> None:
 
 
 def ref_order(s: Snapshot, key: Callable[[QueuedJob], Any], alloc_name: str, skip: bool) -> Starts:
-    alloc, cap, free = ALLOCATORS[alloc_name], s.system.capacity, s.free.copy()
+    alloc, cap, free = get_allocator(alloc_name), s.system.capacity, s.free.copy()
     out: Starts = []
     for q in sorted(s.queued, key=key):
         nodes = alloc(free, cap, q.job.req, q.job.units)
@@ -271,7 +271,7 @@ def ref_order(s: Snapshot, key: Callable[[QueuedJob], Any], alloc_name: str, ski
 
 
 def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
-    alloc, cap, now, free = ALLOCATORS[alloc_name], s.system.capacity, s.time, s.free.copy()
+    alloc, cap, now, free = get_allocator(alloc_name), s.system.capacity, s.time, s.free.copy()
     queue = sorted(s.queued, key=lambda q: q.job.submit)
     out: Starts = []
     started: list[tuple[tuple[int, ...], int, tuple[int, ...]]] = []

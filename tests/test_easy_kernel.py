@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpdispatch.allocators import ALLOCATORS
+from cpdispatch.allocators import best_fit, first_fit
 from cpdispatch.dispatchers.easy_kernel import FITS_ANY, _allocate, _count, _refit, _sort_new
+
+WEIGHTS = np.array([0.3, 1.0, 0.05])  # per type, for the demand-aware best fit
 
 
 def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,14 +42,18 @@ def test_fits_now_and_placements_match_the_allocators(seed: int) -> None:
         req = tuple(int(a) for a in shapes[:, s])
         total = fits(free, shapes, s)
         for units in range(0, 14):
-            for name, alloc in ALLOCATORS.items():
+            for name, weights in (("first-fit", None), ("best-fit", None), ("scarce-fit", WEIGHTS[: len(req)])):
                 expected = free.copy()
-                placed = alloc(expected, capacity, req, units)
+                if name == "first-fit":
+                    placed = first_fit(expected, req, units)
+                else:
+                    placed = best_fit(expected, capacity, req, units, weights)
                 assert (placed is not None) == (units <= total), (name, req, units)
                 if placed is None:
                     continue
                 got, out = free.copy(), np.full(units, -1, dtype=np.int64)
-                _allocate(got, capacity, name == "best-fit", shapes, s, units, out, 0)
+                w = np.zeros(len(req)) if weights is None else weights
+                _allocate(got, capacity, name != "first-fit", w, shapes, s, units, out, 0)
                 assert tuple(out.tolist()) == placed, (name, req, units)
                 assert (got == expected).all()
 

@@ -8,14 +8,15 @@ the strategy); on failure it returns None and leaves `free` untouched. Everythin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import CpdispatchError
 from .system import units_fitting
 
-Allocator = Callable[[np.ndarray, np.ndarray, tuple[int, ...], int], "tuple[int, ...] | None"]
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 
 def _pack(
@@ -53,12 +54,20 @@ def first_fit(free: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, 
     return _pack(free, req, units, fit, None)
 
 
-def best_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:
+def best_fit(
+    free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int, weights: np.ndarray | None = None,
+) -> tuple[int, ...] | None:
     """Fullest node first, then pack node by node (AccaSim's "consolidate" allocator).
 
     Fullness = sum over the requested types of free / capacity. AccaSim summed the raw free amounts,
     so memory (in KB) drowned cores; normalising makes every requested type count alike. Ties go to
     the lower node index.
+
+    `weights` (per type, >= 0) makes it demand-aware ("scarce fit"): nodes are first ranked by the
+    *waste* of scarce resources, sum over the types the job does not request of weight x free /
+    capacity, and only then by fullness. So a CPU-only job avoids GPU nodes whose GPUs are free
+    while another node has room, and prefers GPU nodes whose GPUs are busy. With no weight on an
+    unrequested type this is exactly best fit.
     """
     if units <= 0:
         return ()
@@ -68,31 +77,132 @@ def best_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units
     if cand.size == 0 or (units > 1 and int(np.minimum(fit, units).sum()) < units):
         return None
     kinds = [k for k, a in enumerate(req) if a > 0]
-    if kinds:  # capacity > 0 on every candidate for every requested type (free >= a > 0 there)
+    others = [] if weights is None else [k for k, a in enumerate(req) if a == 0 and weights[k] > 0]
+    if kinds or others:  # capacity > 0 on every candidate for every requested type (free >= a > 0 there)
         f, c = free[cand], capacity[cand]
-        if len(kinds) < len(req):
-            f, c = f[:, kinds], c[:, kinds]
-        score = (f / c).sum(axis=1)
+        score = (f[:, kinds] / c[:, kinds]).sum(axis=1) if kinds else np.zeros(cand.size)
+        if others and weights is not None:
+            waste = (f[:, others] / np.maximum(c[:, others], 1) * weights[others]).sum(axis=1)
+            rank = np.lexsort((score, waste))  # waste first, then fullness, then index
+        else:
+            rank = score.argsort(kind="stable")
         if units == 1:
-            node = int(cand[score.argmin()])  # the first minimum: lowest index among ties
+            node = int(cand[rank[0]])
             free[node] -= req
             return (node,)
-        rank = score.argsort(kind="stable")
         cand, fit = cand[rank], fit[rank]
     return _pack(free, req, units, fit, cand)
 
 
-def _first_fit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:
-    return first_fit(free, req, units)
+class DemandEstimate:
+    """How much each resource type is in demand, learned on-line from the jobs seen in the queue
+    (never from the future): per type, the requested amount x predicted duration of the jobs seen,
+    over the type's total capacity, forgotten with a half-life of `HALF_LIFE` jobs. Weights are
+    these figures over their largest, so a type that every job asks (cores) weighs 1 and GPUs
+    asked by a third of the jobs weigh far more than MICs asked by one in a hundred.
+
+    New jobs are found from the end of the queue (queue order is submission order): O(new jobs)
+    per call. State across calls, like a predictor's: the estimate only ranks nodes, it never
+    makes an allocation invalid."""
+
+    HALF_LIFE = 5000
+
+    def __init__(self) -> None:
+        self.demand: np.ndarray | None = None
+        self._last_submit = -1
+        self._at_last: set[str] = set()  # ids seen with submit == _last_submit
+
+    def observe(self, snapshot: Snapshot) -> None:
+        queued = snapshot.queued
+        new = []
+        for i in range(len(queued) - 1, -1, -1):
+            q = queued[i]
+            s = q.job.submit
+            if s < self._last_submit or (s == self._last_submit and q.job.id in self._at_last):
+                break
+            new.append(q)
+        if not new:
+            return
+        types = len(snapshot.system.types)
+        if self.demand is None or len(self.demand) != types:
+            self.demand = np.zeros(types)
+        decay = 0.5 ** (1 / self.HALF_LIFE)
+        totals = np.maximum(np.asarray(snapshot.system.totals, dtype=float), 1)
+        for q in reversed(new):
+            self.demand *= decay
+            self.demand += np.asarray(q.job.req, dtype=float) * (q.job.units * max(1, q.predicted)) / totals
+            if q.job.submit != self._last_submit:
+                self._last_submit, self._at_last = q.job.submit, set()
+            self._at_last.add(q.job.id)
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Per type, in [0, 1]; None before any job was seen."""
+        if self.demand is None or not self.demand.max() > 0:
+            return None
+        return self.demand / self.demand.max()
 
 
-ALLOCATORS: dict[str, Allocator] = {"first-fit": _first_fit, "best-fit": best_fit}
+class Allocator:
+    """A named allocation rule (see `first_fit`, `best_fit`). `observe` is called once per
+    dispatching decision, before any allocation, for rules that learn (the demand-aware one)."""
+
+    name = ""
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Learn from the snapshot (nothing for the fixed rules)."""
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Per-type scarcity weights for `best_fit` (None: the plain rule)."""
+        return None
+
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
+                 ) -> tuple[int, ...] | None:
+        raise NotImplementedError
+
+
+class FirstFit(Allocator):
+    name = "first-fit"
+
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
+                 ) -> tuple[int, ...] | None:
+        return first_fit(free, req, units)
+
+
+class BestFit(Allocator):
+    name = "best-fit"
+
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
+                 ) -> tuple[int, ...] | None:
+        return best_fit(free, capacity, req, units, self.weights)
+
+
+class ScarceFit(BestFit):
+    """Best fit that keeps scarce resources free: `best_fit` with the `DemandEstimate` weights."""
+
+    name = "scarce-fit"
+
+    def __init__(self) -> None:
+        self.demand = DemandEstimate()
+
+    def observe(self, snapshot: Snapshot) -> None:
+        self.demand.observe(snapshot)
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        return self.demand.weights
+
+
+ALLOCATORS: dict[str, type[Allocator]] = {a.name: a for a in (FirstFit, BestFit, ScarceFit)}
+ALLOCATOR_HELP = ("first-fit (AccaSim's default), best-fit (fullest node first) or scarce-fit "
+                  "(best fit that keeps resources in demand, e.g. GPUs, free for the jobs that need them)")
 
 
 def get_allocator(name: str) -> Allocator:
-    """The allocator called `name` (an error naming the known ones otherwise)."""
+    """A fresh allocator called `name` (an error naming the known ones otherwise)."""
     try:
-        return ALLOCATORS[name]
+        return ALLOCATORS[name]()
     except KeyError:
         raise CpdispatchError(f"unknown allocator '{name}' (known: {', '.join(ALLOCATORS)})") from None
 

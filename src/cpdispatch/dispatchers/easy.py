@@ -211,11 +211,11 @@ class Easy(Dispatcher):
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
-        get_allocator(self.allocator)  # an unknown name is an error here
+        self._alloc = get_allocator(self.allocator)  # an unknown name is an error here
         from .easy_kernel import easy_pass  # here: numba (~150 MB, 0.2 s) only for runs that use it
 
         self._pass = easy_pass
-        self._best = self.allocator == "best-fit"  # the kernel knows first and best fit
+        self._best = self.allocator != "first-fit"  # the kernel knows first fit and (weighted) best fit
         self._queue = LiveQueueCache()
         self._running = RunningCache()
         self._capacity: tuple[System, np.ndarray] | None = None
@@ -236,8 +236,11 @@ class Easy(Dispatcher):
         order = None if cache.in_submit_order else cache.fifo_order()
         free = snapshot.free.copy()
         self._keep_fits(free, cache)
+        self._alloc.observe(snapshot)
+        weights = self._alloc.weights
         positions, nodes, offsets = self._pass(
-            free, self._capacity_of(snapshot.system), self._best, snapshot.time,
+            free, self._capacity_of(snapshot.system), self._best,
+            np.zeros(ntypes) if weights is None else weights.astype(np.float64), snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
             running.arrays(),

@@ -61,11 +61,12 @@ def _refit(
 
 @njit(cache=True)
 def _allocate(
-    amounts: np.ndarray, capacity: np.ndarray, best: bool, shapes: np.ndarray, s: int, units: int,
-    out: np.ndarray, at: int,
+    amounts: np.ndarray, capacity: np.ndarray, best: bool, weights: np.ndarray, shapes: np.ndarray, s: int,
+    units: int, out: np.ndarray, at: int,
 ) -> None:
     """Place `units` units of shape `s` (known to fit) as first fit (nodes in index order) or best
-    fit (fullest first: least sum of free / capacity over the requested types, ties by index)
+    fit (fullest first: least sum of free / capacity over the requested types, ties by index;
+    with `weights` > 0 on unrequested types, least waste of those first: `allocators.best_fit`)
     would: one node index per unit into out[at:], subtracted from `amounts`."""
     n_nodes, n_types = amounts.shape
     if best:
@@ -83,6 +84,17 @@ def _allocate(
                 m += 1
         visit = cand[:m][np.argsort(score[:m], kind="mergesort")]
         count = m
+        weighted = False
+        for k in range(n_types):
+            weighted |= shapes[k, s] == 0 and weights[k] > 0
+        if weighted:
+            waste = np.zeros(m, dtype=np.float64)
+            for v in range(m):
+                n = visit[v]
+                for k in range(n_types):
+                    if shapes[k, s] == 0 and weights[k] > 0:
+                        waste[v] += amounts[n, k] / max(capacity[n, k], 1) * weights[k]
+            visit = visit[np.argsort(waste, kind="mergesort")]
     else:
         visit = np.empty(0, dtype=np.int64)  # nodes in index order
         count = n_nodes
@@ -134,8 +146,9 @@ def _sort_new(run_end: np.ndarray, by_end: np.ndarray, done: np.ndarray) -> None
 
 @njit(cache=True)
 def _reserve(
-    free: np.ndarray, capacity: np.ndarray, best: bool, shapes: np.ndarray, head_shape: int, units: int, now: int,
-    running: tuple, new_end: np.ndarray, new_shape: np.ndarray, new_nodes: np.ndarray, new_off: np.ndarray,
+    free: np.ndarray, capacity: np.ndarray, best: bool, weights: np.ndarray, shapes: np.ndarray, head_shape: int,
+    units: int, now: int, running: tuple, new_end: np.ndarray, new_shape: np.ndarray, new_nodes: np.ndarray,
+    new_off: np.ndarray,
 ) -> tuple[int, np.ndarray]:
     """The head's reservation: the first predicted end (never before now + 1: a job running now
     has not ended) at which `units` units of `head_shape` fit on the nodes, releasing the running
@@ -187,7 +200,7 @@ def _reserve(
                 total += f - node_fit[n]
                 node_fit[n] = f
         if total >= units:
-            _allocate(avail, capacity, best, shapes, head_shape, units, np.empty(units, dtype=np.int64), 0)
+            _allocate(avail, capacity, best, weights, shapes, head_shape, units, np.empty(units, dtype=np.int64), 0)
             return t, avail
 
 
@@ -220,7 +233,7 @@ def _next_start(
 
 @njit(cache=True)
 def easy_pass(
-    free: np.ndarray, capacity: np.ndarray, best: bool, now: int,
+    free: np.ndarray, capacity: np.ndarray, best: bool, weights: np.ndarray, now: int,
     live: np.ndarray, order: np.ndarray, units: np.ndarray, predicted: np.ndarray, shape: np.ndarray,
     shapes: np.ndarray, shape_live: np.ndarray, fit: np.ndarray, known: np.ndarray, last_free: np.ndarray,
     running: tuple,
@@ -276,7 +289,7 @@ def easy_pass(
         elif shadow == -2:  # the first job to backfill: reserve for the head (before any backfill)
             fifo = started[:n_started]
             shadow, extra = _reserve(
-                free, capacity, best, shapes, shape[head], units[head], now, running,
+                free, capacity, best, weights, shapes, shape[head], units[head], now, running,
                 now + np.maximum(predicted[fifo], 1), shape[fifo], nodes, offsets[: n_started + 1],
             )
             if shadow >= 0:
@@ -289,7 +302,7 @@ def easy_pass(
             nodes = _grow(nodes, at + u)
             started = _grow(started, n_started + 1)
             offsets = _grow(offsets, n_started + 2)
-            _allocate(limit if in_extra else free, capacity, best, shapes, s, u, nodes, at)
+            _allocate(limit if in_extra else free, capacity, best, weights, shapes, s, u, nodes, at)
             started[n_started] = i
             offsets[n_started + 1] = at + u
             n_started += 1

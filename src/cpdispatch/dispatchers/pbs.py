@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..allocators import get_allocator
+from ..allocators import ALLOCATOR_HELP, get_allocator
 from ..errors import CpdispatchError
 from ..job import Job
 from ..snapshot import Decision, QueuedJob, Snapshot
@@ -51,7 +51,7 @@ class Pbs(Dispatcher):
             "expected waiting time per queue, 'queue=seconds,...,default=seconds', or the preset "
             "'eurora' (debug=60,parallel=600,longpar=3600,default=1800)",
         ),
-        Option("allocator", "best-fit", "node allocation: best-fit (default) or first-fit"),
+        Option("allocator", "best-fit", f"node allocation: {ALLOCATOR_HELP}"),
     )
     ewt: str
     allocator: str

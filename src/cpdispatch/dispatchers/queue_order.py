@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..allocators import Allocator, get_allocator
+from ..allocators import ALLOCATOR_HELP, Allocator, get_allocator
 from ..job import Job
 from ..snapshot import Decision, LiveView, QueuedJob, Snapshot, Start
 from .base import Dispatcher, Option, registered
@@ -351,6 +351,7 @@ def start_in_order(
     """Allocate the queued jobs at positions `order` (None: queue order), in that order; without
     `skip`, stop at the first one that does not fit. With `skip`, jobs whose totals exceed the
     free totals are dropped up front (free only shrinks in a pass: they could never start)."""
+    allocator.observe(snapshot)
     work = GreedyPass(snapshot, allocator)
     items = cache.items
     if order is None:
@@ -371,7 +372,7 @@ def start_in_order(
     return tuple(starts)
 
 
-ALLOCATOR_OPTION = Option("allocator", "first-fit", "node allocation: first-fit (AccaSim default) or best-fit")
+ALLOCATOR_OPTION = Option("allocator", "first-fit", f"node allocation: {ALLOCATOR_HELP}")
 
 
 class _QueueOrder(Dispatcher):

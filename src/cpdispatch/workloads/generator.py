@@ -171,10 +171,29 @@ def _arrivals(rng: np.random.Generator, n: int, mean_rate: float) -> np.ndarray:
     return np.floor(np.concatenate(out)[:n]).astype(np.int64)
 
 
-def generate_eurora(n_jobs: int, seed: int) -> Workload:
-    """`n_jobs` synthetic Eurora jobs (ids 1..n in submit order), types core, mem, gpu, mic."""
+def accelerator_shares(gpu_share: float | None) -> dict[str, tuple[float, float, float]]:
+    """Per run-time class, the (none, gpu, mic) shares; `gpu_share` replaces the short jobs' GPU
+    share (0.34 by default) and scales the medium and long ones alike (MIC shares unchanged)."""
+    if gpu_share is None:
+        return ACCELERATORS
+    if not 0 <= gpu_share <= 1 - ACCELERATORS["short"][2]:
+        raise ValueError(f"gpu_share must be in [0, {1 - ACCELERATORS['short'][2]}], got {gpu_share}")
+    scale = gpu_share / ACCELERATORS["short"][1]
+    out = {}
+    for klass, (_, gpu, mic) in ACCELERATORS.items():
+        g = min(1 - mic, gpu * scale)
+        out[klass] = (1 - mic - g, g, mic)
+    return out
+
+
+def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None) -> Workload:
+    """`n_jobs` synthetic Eurora jobs (ids 1..n in submit order), types core, mem, gpu, mic.
+
+    `gpu_share`: share of short jobs asking GPUs (default 0.34, CP'14 Table 6), for workloads where
+    GPUs are in heavy demand; arrivals still keep the offered GPU load at most OFFERED_GPU_LOAD."""
     if n_jobs < 0:
         raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
+    shares = accelerator_shares(gpu_share)
     rng = np.random.default_rng(seed)
     app_rng = np.random.default_rng([seed, 1])  # application shapes, drawn as first needed
     ranks = np.arange(1, N_USERS + 1, dtype=float)
@@ -192,7 +211,7 @@ def generate_eurora(n_jobs: int, seed: int) -> Workload:
     shapes: list[tuple[int, str, _App, int, int]] = []  # (user, queue, app, variant, runtime)
     for i in range(n_jobs):
         user, klass = int(users[i]), klasses[klass_of[i]]
-        accel = ACCEL_KINDS[_draw(ACCELERATORS[klass], float(accel_u[i]))]
+        accel = ACCEL_KINDS[_draw(shares[klass], float(accel_u[i]))]
         qtable = CLASSES[klass][1]
         queue = list(qtable)[_draw(tuple(qtable.values()), float(queue_u[i]))]
         app = apps.get((user, klass, accel, queue))
@@ -225,7 +244,8 @@ def generate_eurora(n_jobs: int, seed: int) -> Workload:
     ]
     notes = {
         "format": "generated",
-        "generator": f"eurora(n_jobs={n_jobs}, seed={seed})",
+        "generator": f"eurora(n_jobs={n_jobs}, seed={seed}"
+                     + (f", gpu_share={gpu_share})" if gpu_share is not None else ")"),
         "offered_load": {t: round(float(w / (span * c)), 4) for t, w, c in zip(EURORA_TYPES, work, caps)},
         "applications": len(apps),
     }

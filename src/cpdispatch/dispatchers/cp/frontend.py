@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...allocators import best_fit
+from ...allocators import best_fit, get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
 from ...snapshot import Decision, QueuedJob, Snapshot, Start
@@ -71,6 +71,10 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("deterministic_time", 0.0, "> 0: deterministic-time limits instead of wall limits (first limit)"),
     ("fastpath", True, "start the whole queue without a model when it fits now"),
     ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy)"),
+    ("allocator", "scarce-fit", "allocation outside the model (fast path, greedy plan, HCP): "
+                                "scarce-fit or best-fit (the papers')"),
+    ("blocked", 0, "also model the first N queued jobs (priority order) that cannot start now, as "
+                   "future starts, so that an allocation that delays them costs in the objective"),
 )
 
 
@@ -142,6 +146,8 @@ class CpDispatcher(Dispatcher):
     deterministic_time: float
     fastpath: bool
     search: str
+    allocator: str
+    blocked: int
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
@@ -150,6 +156,11 @@ class CpDispatcher(Dispatcher):
                 raise CpdispatchError(f"dispatcher {self.name}: {opt} must be one of {', '.join(allowed)}")
         if self.q_length < 1 or self.k < 1 or self.workers < 1 or self.initial_limit <= 0:
             raise CpdispatchError(f"dispatcher {self.name}: q_length, k, workers, initial_limit must be > 0")
+        if self.allocator not in ("best-fit", "scarce-fit"):
+            raise CpdispatchError(f"dispatcher {self.name}: allocator must be best-fit or scarce-fit")
+        if self.blocked < 0:
+            raise CpdispatchError(f"dispatcher {self.name}: blocked must be >= 0")
+        self._alloc = get_allocator(self.allocator)
         self._ewt = parse_ewt(resolve_ewt(self.ewt))
         self._max_ewt = max(self._ewt.values())
         self.cur_q_length = self.q_length
@@ -182,19 +193,26 @@ class CpDispatcher(Dispatcher):
         return sorted(snapshot.queued, key=lambda q: self.priority_key(q, now))
 
     def select(self, snapshot: Snapshot, ordered: list[QueuedJob]) -> list[QueuedJob]:
-        """The model's jobs, in priority order."""
+        """The model's jobs, in priority order: with fit-now selection, up to `cur_q_length` jobs
+        that fit now, then the first `blocked` that do not (none when no job fits now)."""
         m = self.cur_q_length
         if self.selection == "queue":
             first = {q.job.id for q in snapshot.queued[:m]}
             return [q for q in ordered if q.job.id in first]
         out: list[QueuedJob] = []
+        waiting = self.blocked
         ok = eligible(snapshot.free, [q.job for q in ordered])
+        fitting = 0
         for q, fits in zip(ordered, ok):
-            if fits:
+            if fits and fitting < m:
+                fitting += 1
                 out.append(q)
-                if len(out) == m:
-                    break
-        return out
+            elif not fits and waiting > 0:
+                waiting -= 1
+                out.append(q)
+            if fitting == m and waiting == 0:
+                break
+        return out if fitting else []
 
     def instance(self, snapshot: Snapshot, selected: list[QueuedJob]) -> Instance:
         now = snapshot.time
@@ -212,14 +230,15 @@ class CpDispatcher(Dispatcher):
             for r in snapshot.running
         )
         horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
-        return Instance(now, snapshot.system, jobs, running, snapshot.free, horizon)
+        return Instance(now, snapshot.system, jobs, running, snapshot.free, horizon, self._alloc.weights)
 
     # -- decision -----------------------------------------------------------------------------
 
     def decide(self, snapshot: Snapshot) -> Decision:
+        self._alloc.observe(snapshot)
         ordered = self.order(snapshot)
         if self.fastpath:
-            starts = fast_path(snapshot, ordered)
+            starts = fast_path(snapshot, ordered, self._alloc.weights)
             if starts is not None:
                 self.cur_q_length = self.q_length
                 return Decision(starts=starts, status="fastpath")
@@ -258,7 +277,7 @@ class CpDispatcher(Dispatcher):
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
         if greedy is not None and not any(greedy.starts.values()):
             # every job starts now: no objective can do better (all are monotone in the starts)
-            return Outcome(greedy, "optimal", g_obj, True)
+            return Outcome(greedy, "greedy", g_obj, True)
         built: BuiltModel | None = None
         try:
             built = self.build(inst)
@@ -387,8 +406,11 @@ def eligible(free: np.ndarray, jobs: list[Job]) -> list[bool]:
     return out
 
 
-def fast_path(snapshot: Snapshot, ordered: list[QueuedJob]) -> tuple[Start, ...] | None:
-    """Starts for the whole queue if every job fits now together (best fit in priority order)."""
+def fast_path(
+    snapshot: Snapshot, ordered: list[QueuedJob], weights: np.ndarray | None = None
+) -> tuple[Start, ...] | None:
+    """Starts for the whole queue if every job fits now together (best fit in priority order,
+    demand-aware with `weights`)."""
     need = [0] * len(snapshot.system.types)
     for q in ordered:
         for k, a in enumerate(q.job.req):
@@ -399,7 +421,7 @@ def fast_path(snapshot: Snapshot, ordered: list[QueuedJob]) -> tuple[Start, ...]
     cap = snapshot.system.capacity
     starts = []
     for q in ordered:
-        nodes = best_fit(work, cap, q.job.req, q.job.units)
+        nodes = best_fit(work, cap, q.job.req, q.job.units, weights)
         if nodes is None:
             return None
         starts.append(Start(q.job.id, nodes))
@@ -426,7 +448,7 @@ def take(work: np.ndarray, nodes: tuple[int, ...], job: CpJob) -> bool:
 def extract_starts(snapshot: Snapshot, inst: Instance, plan: Plan) -> tuple[tuple[Start, ...], int]:
     """Jobs planned at 0, in priority order: on the plan's nodes, checked against a working copy
     of the free amounts (invalid ones dropped and counted), or, when the plan has no nodes (HCP),
-    placed by best fit, skipping those that do not fit."""
+    placed by (demand-aware) best fit, skipping those that do not fit."""
     work = np.array(snapshot.free, dtype=np.int64)
     cap = snapshot.system.capacity
     starts: list[Start] = []
@@ -436,7 +458,7 @@ def extract_starts(snapshot: Snapshot, inst: Instance, plan: Plan) -> tuple[tupl
             continue
         nodes = plan.nodes.get(job.id)
         if nodes is None:
-            got = best_fit(work, cap, job.req, job.units)
+            got = best_fit(work, cap, job.req, job.units, inst.weights)
             if got is not None:
                 starts.append(Start(job.id, got))
         elif take(work, tuple(nodes), job):

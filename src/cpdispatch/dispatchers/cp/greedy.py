@@ -3,7 +3,8 @@ solver has nothing better.
 
 Jobs are taken in priority order; each starts at its earliest feasible time given the running
 jobs (released at their remaining time) and the jobs already planned, on nodes chosen by best fit
-over the amounts free during its whole interval [s, s + d). The result is valid for the per-node
+(demand-aware when the instance has weights) over the amounts free during its whole interval
+[s, s + d). The result is valid for the per-node
 PCP models (no node and type is ever over capacity) and therefore also for HCP's totals.
 
 Why a segment profile: the free amounts only change at a running job's release or a planned
@@ -19,14 +20,14 @@ lazily and keep only the types some job asks for, so systems of thousands of nod
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ...allocators import best_fit
 from ...system import units_fitting
 from . import objectives
-from .instance import Instance, Plan
+from .instance import CpJob, Instance, Plan
 
 
 class _Profile:
@@ -148,6 +149,14 @@ def _count(nodes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     return uniq, counts.astype(np.int64)
 
 
+def profile_kinds(instance: Instance, jobs: Sequence[CpJob]) -> list[int]:
+    """The types a profile must follow: those some job asks for, and those the allocation weighs
+    (the demand-aware best fit avoids wasting them)."""
+    w = instance.weights
+    return [k for k in range(len(instance.system.types))
+            if any(j.req[k] > 0 for j in jobs) or (w is not None and w[k] > 0)]
+
+
 def greedy_plan(instance: Instance) -> Plan:
     """Schedule `instance.jobs` in their (priority) order, each at its earliest feasible start.
 
@@ -155,7 +164,8 @@ def greedy_plan(instance: Instance) -> Plan:
     planned at 0 really fits now. Raises ValueError if a job cannot fit even once everything has
     ended (an inconsistent instance).
     """
-    kinds = [k for k in range(len(instance.system.types)) if any(j.req[k] > 0 for j in instance.jobs)]
+    kinds = profile_kinds(instance, instance.jobs)
+    weights = None if instance.weights is None else instance.weights[kinds]
     prof = _Profile(instance, kinds)
     plan = Plan()
     for job in instance.jobs:
@@ -168,7 +178,7 @@ def greedy_plan(instance: Instance) -> Plan:
             if room is None:
                 continue
             cand, low = room
-            picked = best_fit(low.copy(), prof.capacity[cand], req, job.units)
+            picked = best_fit(low.copy(), prof.capacity[cand], req, job.units, weights)
             if picked is None:  # cannot happen: window_room checked the unit count
                 continue
             nodes = tuple(cand[list(picked)].tolist()) if picked else ()

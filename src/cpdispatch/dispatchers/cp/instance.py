@@ -45,7 +45,9 @@ class Instance:
 
     `capacity` and `free` are (nodes x types) arrays aligned with `system.types`; `free` is the
     amount free now (capacity minus running usage). `horizon` bounds every start: the sum of all
-    durations (running remaining + queued), as in the papers' end of horizon.
+    durations (running remaining + queued), as in the papers' end of horizon. `weights` are the
+    allocator's per-type scarcity weights (`allocators.best_fit`; None: plain best fit), for
+    every allocation the front end and the greedy plan make outside the model.
     """
 
     time: int
@@ -54,6 +56,7 @@ class Instance:
     running: tuple[CpRunning, ...]
     free: np.ndarray
     horizon: int
+    weights: np.ndarray | None = None
 
     @property
     def capacity(self) -> np.ndarray:

@@ -57,7 +57,7 @@ from ...system import units_fitting
 from ..base import Option, registered
 from . import objectives
 from .frontend import CpDispatcher, cp_options
-from .greedy import _Profile
+from .greedy import _Profile, profile_kinds
 from .instance import BuiltModel, CpJob, Instance, Plan
 
 #: PCP base time policy (notes 2.4): a first solve, then one with a doubled limit when the best
@@ -281,7 +281,8 @@ def restricted_greedy(built: PerNodeModel) -> Plan | None:
     job at its earliest feasible start, by best fit over its candidate nodes, at most its cap of
     units per node. None if some job finds no start within the horizon."""
     inst = built.instance
-    kinds = [k for k in range(len(inst.system.types)) if any(j.req[k] > 0 for j in built.kept)]
+    kinds = profile_kinds(inst, built.kept)
+    weights = None if inst.weights is None else inst.weights[kinds]
     prof = _Profile(inst, kinds)
     plan = Plan()
     for job in built.kept:
@@ -301,7 +302,7 @@ def restricted_greedy(built: PerNodeModel) -> Plan | None:
             keep = allowed > 0
             cand, low, allowed = cand[keep], low[keep], allowed[keep]
             low = np.where(vec > 0, np.minimum(low, allowed[:, None] * vec), low)  # at most `cap` units
-            picked = best_fit(low, prof.capacity[cand], req, job.units)
+            picked = best_fit(low, prof.capacity[cand], req, job.units, weights)
             if picked is None:
                 continue
             nodes = tuple(cand[list(picked)].tolist()) if picked else ()
@@ -325,6 +326,7 @@ def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
         running=instance.running,
         free=instance.free,
         horizon=instance.horizon,
+        weights=instance.weights,
     )
 
 

@@ -667,7 +667,13 @@ class Pcp20Model(BuiltModel):
         some nodes always suffice when the starts satisfy the type's cumulative."""
         out: dict[str, tuple[int, ...]] = {}
         run, n = self.running, self.axes.n_nodes
+        inst = self.instance
         for t in sorted(self.fluid_types):
+            waste = None  # demand-aware: the other types' free amounts now (what a start now would waste)
+            if inst.weights is not None and (np.delete(inst.weights, t) > 0).any():
+                w = inst.weights.copy()
+                w[t] = 0
+                waste = (inst.free / np.maximum(inst.capacity, 1) * w).sum(axis=1)
             jobs = sorted((starts[jv.job.id], order, jv.job) for order, jv in enumerate(self.jobs)
                           if jv.fluid and jv.geo.types[0] == t)
             cap = self.axes.capacity[:, t]
@@ -683,7 +689,7 @@ class Pcp20Model(BuiltModel):
                 for s0, e0, nodes, counts in placed:
                     if s0 <= s < e0:
                         free[nodes] -= counts
-                nodes, counts = _best_fit_units(free, cap, job.units)
+                nodes, counts = _best_fit_units(free, cap, job.units, waste)
                 placed.append((s, s + max(1, job.duration), nodes, counts))
                 out[job.id] = tuple(np.repeat(nodes, counts).tolist())
         return out
@@ -706,13 +712,19 @@ class Pcp20Model(BuiltModel):
         }
 
 
-def _best_fit_units(free: np.ndarray, cap: np.ndarray, units: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and unit counts for `units` units of 1 on one type: fullest node first (free/capacity,
-    ties to the lower index, as `allocators.best_fit`), packing each node. If the free amounts do
+def _best_fit_units(
+    free: np.ndarray, cap: np.ndarray, units: int, waste: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and unit counts for `units` units of 1 on one type: least `waste` first when given,
+    then fullest node first (free/capacity, ties to the lower index, as `allocators.best_fit`),
+    packing each node. If the free amounts do
     not suffice (starts that break the cumulative; not from the model), the rest goes round-robin
     on the nodes with capacity, for a complete but invalid plan that the front end then rejects."""
     cand = np.flatnonzero(free > 0)
-    order = cand[np.argsort(free[cand] / cap[cand], kind="stable")]
+    if waste is None:
+        order = cand[np.argsort(free[cand] / cap[cand], kind="stable")]
+    else:
+        order = cand[np.lexsort((free[cand] / cap[cand], waste[cand]))]
     avail = free[order]
     before = np.cumsum(avail) - avail
     take = np.minimum(avail, np.maximum(0, units - before))
@@ -793,6 +805,7 @@ class Pcp20Dispatcher(CpDispatcher):
     duration_tiebreak = True
     paper_policy = "pcp20"
     options = cp_options(clamp=True, priority="slowdown") + (
+        Option("duration_tiebreak", True, "PCP'20's tie-break on shorter predicted duration before area"),
         Option("all_different", False, "the paper's all-different on unit positions instead of ordered units"),
         Option("implied_cumulative", True, "post the implied cumulative per resource type"),
         Option("sparse_domains", False, "exact no-straddling domains on positions (redundant; slower presolve)"),

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Dispatchers on heterogeneous systems, with statistics over seeds (issue: scarce resources).
+
+For every workload x load factor x dispatcher (x allocator), simulates one generated workload per
+seed in parallel worker processes and prints mean wait, mean bounded slowdown (and its standard
+deviation over jobs), per-class mean waits (GPU / MIC / CPU-only jobs) and the 95% confidence
+interval over seeds of each figure, plus utilisation per type over the submit window.
+
+    python benchmarks/bench_hetero.py                      # the README's table (long: ~1 h on 2 cores)
+    python benchmarks/bench_hetero.py --seeds 3 --jobs 2000 --loads 1.0 --dispatchers easy,pcp20
+    python benchmarks/bench_hetero.py --json out.json      # also keep every run's figures
+
+Workloads: `eurora` (the generator's default mix) and `eurora-gpu` (half the jobs ask GPUs) on the
+`eurora` preset. "Own" allocator = each dispatcher's default; "shared" = the demand-aware best
+fit (`allocator=scarce-fit`) for every dispatcher, so that the model's contribution is isolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp19", "pcp20", "eurora14")
+WORKLOADS: dict[str, float | None] = {"eurora": None, "eurora-gpu": 0.6}  # name -> share of short jobs asking GPUs
+#: t quantiles (two-sided 95%) for n - 1 degrees of freedom
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+       11: 2.20, 12: 2.18, 14: 2.14, 19: 2.09, 29: 2.05}
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str
+    load: float
+    dispatcher: str
+    allocator: str  # "own" or an allocator name given to every dispatcher
+    seed: int
+    jobs: int
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """One simulation; the per-job figures reduced to what the table needs."""
+    from cpdispatch.dispatchers import make_dispatcher
+    from cpdispatch.metrics import BOUND_S
+    from cpdispatch.predictors import make_predictor
+    from cpdispatch.simulator import SimOptions, simulate
+    from cpdispatch.system import load_system
+    from cpdispatch.validate import schedule_errors
+    from cpdispatch.workloads import scale_arrivals
+    from cpdispatch.workloads.generator import generate_eurora
+
+    system = load_system("eurora")
+    workload = generate_eurora(cell.jobs, cell.seed, gpu_share=WORKLOADS[cell.workload])
+    workload = scale_arrivals(workload, cell.load)
+    name, *pairs = cell.dispatcher.split("@")  # e.g. pcp20@blocked=2@allocator=best-fit
+    options = dict(p.split("=", 1) for p in pairs)
+    if cell.allocator != "own":
+        options["allocator"] = cell.allocator
+    t0 = time.perf_counter()
+    result = simulate(system, workload, make_dispatcher(name, options), make_predictor("last2"),
+                      SimOptions(progress=False))
+    wall = time.perf_counter() - t0
+    problems = schedule_errors(result)
+    if problems:
+        raise AssertionError(f"{cell}: invalid schedule: {problems[:3]}")
+    started = [r for r in result.records if r.start is not None and r.end is not None]
+    wait = np.array([r.start - r.job.submit for r in started], dtype=float)
+    run = np.array([r.end - r.start for r in started], dtype=float)
+    bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+    gpu, mic = system.type_index("gpu"), system.type_index("mic")
+    kind = np.array(["gpu" if r.job.req[gpu] else "mic" if r.job.req[mic] else "cpu" for r in started])
+    submits = [r.job.submit for r in result.records]
+    lo, hi = min(submits), max(submits)
+    util = {}
+    for k, t in enumerate(system.types):
+        used = sum(r.job.units * r.job.req[k] * max(0, min(r.end, hi) - max(r.start, lo)) for r in started)
+        util[t] = used / max(1, (hi - lo) * system.totals[k])
+    out = {
+        "wait": float(wait.mean()), "bsld": float(bsld.mean()), "bsld_sd": float(bsld.std()),
+        "util": util, "wall_s": wall, "calls": len(result.decisions),
+        "ms_mean": sum(d.wall_ms for d in result.decisions) / max(1, len(result.decisions)),
+    }
+    for k in ("gpu", "mic", "cpu"):
+        sel = kind == k
+        out[f"wait_{k}"] = float(wait[sel].mean()) if sel.any() else math.nan
+    statuses: dict[str, int] = {}
+    for d in result.decisions:
+        if d.started:
+            key = d.status.split(":")[0]
+            statuses[key] = statuses.get(key, 0) + d.started
+    out["starts_by_status"] = statuses
+    return out
+
+
+def mean_ci(xs: list[float]) -> tuple[float, float]:
+    """Mean and half-width of the 95% t interval."""
+    xs = [x for x in xs if not math.isnan(x)]
+    if not xs:
+        return math.nan, math.nan
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return m, math.nan
+    t = T95.get(len(xs) - 1, T95[max(k for k in T95 if k <= len(xs) - 1)])
+    return m, t * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def fmt(xs: list[float], digits: int = 0) -> str:
+    m, h = mean_ci(xs)
+    return f"{m:.{digits}f}±{h:.{digits}f}"
+
+
+def paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Mean and 95% half-width of a - b over seeds (paired: same workloads)."""
+    return mean_ci([x - y for x, y in zip(a, b)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--loads", default="1.0,1.5,2.0")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
+                    help="comma-separated; options after @, e.g. pcp20@blocked=0@allocator=best-fit")
+    ap.add_argument("--allocators", default="own,scarce-fit", help="'own' and/or an allocator for all")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--json", help="write every run's figures here")
+    args = ap.parse_args(argv)
+    cells = [
+        Cell(w, float(load), d, a, seed, args.jobs)
+        for w in args.workloads.split(",") for load in args.loads.split(",")
+        for a in args.allocators.split(",") for d in args.dispatchers.split(",")
+        for seed in range(1, args.seeds + 1)
+    ]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = dict(zip(cells, pool.map(run_cell, cells)))
+    print(f"{len(cells)} simulations of {args.jobs:,} jobs in {time.perf_counter() - t0:.0f} s "
+          f"({args.seeds} seeds; 95% t intervals over seeds; predictor last2)\n")
+    groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]] = {}
+    for c, r in results.items():
+        groups.setdefault((c.workload, c.load, c.allocator), {}).setdefault(c.dispatcher, []).append(r)
+    for (w, load, alloc), by_disp in groups.items():
+        any_runs = next(iter(by_disp.values()))
+        util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in any_runs):.2f}" for t in any_runs[0]["util"])
+        print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window: {util})")
+        print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
+              f"{'MIC wait':>13} {'CPU wait':>13} {'ms/call':>8} {'model starts':>12}")
+        for d, runs in by_disp.items():
+            starts = {}
+            for r in runs:
+                for k, v in r["starts_by_status"].items():
+                    starts[k] = starts.get(k, 0) + v
+            total = max(1, sum(starts.values()))
+            model = sum(v for k, v in starts.items() if k in ("optimal", "feasible")) / total
+            print(f"{d:<24} {fmt([r['wait'] for r in runs]):>13} {fmt([r['bsld'] for r in runs], 2):>13} "
+                  f"{statistics.fmean(r['bsld_sd'] for r in runs):>9.2f} {fmt([r['wait_gpu'] for r in runs]):>13} "
+                  f"{fmt([r['wait_mic'] for r in runs]):>13} {fmt([r['wait_cpu'] for r in runs]):>13} "
+                  f"{statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {model:>12.0%}")
+        if "pcp20" in by_disp:
+            ref = by_disp["pcp20"]
+            diffs = []
+            for d, runs in by_disp.items():
+                if d != "pcp20" and len(runs) == len(ref):
+                    mw, hw = paired_diff([r["wait"] for r in runs], [r["wait"] for r in ref])
+                    mb, hb = paired_diff([r["bsld"] for r in runs], [r["bsld"] for r in ref])
+                    diffs.append(f"{d} {mw:+.0f}±{hw:.0f} s / {mb:+.2f}±{hb:.2f}")
+            print("paired difference to pcp20 (wait / bsld; > 0: pcp20 better): " + "; ".join(diffs))
+        print()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([{**c.__dict__, **r} for c, r in results.items()], fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
