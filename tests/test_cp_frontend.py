@@ -14,7 +14,7 @@ from cpdispatch.allocators import best_fit
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher, cp_options, eligible, extract_starts, fast_path
 from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
 from cpdispatch.dispatchers.cp.hcp import Hcp3, HcpModel
-from cpdispatch.dispatchers.cp.instance import BuiltModel, Instance, Plan
+from cpdispatch.dispatchers.cp.instance import BuiltModel, Instance, ModelTooLarge, Plan
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot, Start
@@ -188,6 +188,18 @@ def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy(mode: str) -> Non
     d.build = lambda instance: HcpModel(instance, "slowdown")  # type: ignore[method-assign]
     d.decide(snap)
     assert d.cur_q_length == 8
+
+
+def test_a_size_guard_gives_the_greedy_plan_and_keeps_the_queue_length() -> None:
+    class TooLarge(Hcp3):
+        def build(self, instance: Instance) -> BuiltModel:
+            raise ModelTooLarge("too many boxes")
+
+    d = TooLarge(q_length=8)
+    d.cur_q_length = 4
+    dec = d.decide(contended())
+    assert dec.status == "greedy:too-large" and [s.job_id for s in dec.starts] == ["a"]
+    assert d.cur_q_length == 4  # no solve was tried: neither halved nor reset
 
 
 def test_pcp20_policy_halves_the_planned_count() -> None:

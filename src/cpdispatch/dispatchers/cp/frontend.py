@@ -45,7 +45,7 @@ from ...system import units_fitting
 from ..base import Dispatcher, Option
 from ..pbs import EWT_PRESETS, parse_ewt
 from .greedy import greedy_plan, plan_objective
-from .instance import BuiltModel, CpJob, CpRunning, Instance, Plan
+from .instance import BuiltModel, CpJob, CpRunning, Instance, ModelTooLarge, Plan
 
 PRIORITIES = ("slowdown", "ewt", "ewt-shipped")
 POLICIES = ("fast", "paper", "cp19", "pcp20", "doubling")
@@ -95,12 +95,13 @@ def resolve_ewt(text: str) -> str:
 @dataclass
 class Outcome:
     """What the solve produced: the plan to enact, its status and objective, whether the run
-    counts as solved (for the queue length), and the model (for its size)."""
+    counts as solved (for the queue length; None: no solve was tried, the length stays), and the
+    model (for its size)."""
 
     plan: Plan | None
     status: str
     objective: int | None
-    solved: bool
+    solved: bool | None
     built: BuiltModel | None = None
 
 
@@ -247,7 +248,9 @@ class CpDispatcher(Dispatcher):
             return Decision(status="empty")
         inst = self.instance(snapshot, selected)
         out = self.optimise(inst)
-        if out.solved:
+        if out.solved is None:
+            pass
+        elif out.solved:
             self.cur_q_length = self.q_length
         elif self.policy == "pcp20":  # the PCP'20 wrapper halves the number of planned jobs
             self.cur_q_length = max(1, min(self.cur_q_length, len(selected)) // 2)
@@ -278,9 +281,15 @@ class CpDispatcher(Dispatcher):
         if greedy is not None and not any(greedy.starts.values()):
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
-        built: BuiltModel | None = None
         try:
             built = self.build(inst)
+        except ModelTooLarge:  # the model's own size guard: the greedy plan, no solve tried
+            if greedy is None:
+                return Outcome(None, "fallback", None, False)
+            return Outcome(greedy, "greedy:too-large", g_obj, None)
+        except Exception:
+            return Outcome(greedy, "fallback", g_obj, False)
+        try:
             if self.search == "fixed":
                 built.add_search()
             best, optimal, solved = self.run_policy(built, greedy)

@@ -105,20 +105,11 @@ from ...system import System
 from ..base import Option, registered
 from . import objectives
 from .frontend import CpDispatcher, cp_options
-from .instance import BuiltModel, CpJob, Instance, Plan
+from .instance import BuiltModel, CpJob, Instance, ModelTooLarge, Plan
 
 #: With ``sparse_domains``, above this many intervals a position domain stays one interval per
 #: piece (the node link keeps the model exact): keeps the proto small on systems of thousands of nodes.
 SPARSE_DOMAIN_LIMIT = 256
-
-
-class ModelTooLarge(ValueError):
-    """The allocation part would exceed the dispatcher's `max_units` or `max_running_boxes`: solve
-    nothing, use the greedy plan. Measured on HPC2N: beyond ~100 units with positions, CP-SAT never
-    improved on it within a second, and such models cost 0.1-1 s each. Beyond ~400 fixed running
-    boxes, CP-SAT 9.15's search from a complete hint can spend 5-80 s re-presolving the fixed
-    rectangles of NoOverlap2D (`PresolveFixed2dRectangles`), ignoring every time limit and
-    `StopSearch`; without the hint it finds nothing better than the greedy plan anyway."""
 
 
 # --------------------------------------------------------------------------------------------
