@@ -90,25 +90,39 @@ def sizes(full: bool) -> None:
                             "--limit", "1500" if not full else "20000",
                             "-o", "pcp20:fastpath=false", "-o", "pcp19:fastpath=false"],
                            check=True, stdout=subprocess.DEVNULL)
-            with open(out / "comparison.csv") as f:
-                rows = list(csv.DictReader(f))
+            # the same instances with pcp20's exact reductions off (every type gets its NoOverlap2D)
+            plain = Path(tmp) / f"cmp-{system}-plain"
+            subprocess.run([sys.executable, "-m", "cpdispatch", "instances", "compare", str(built),
+                            "--dispatchers", "pcp20", "--out", str(plain),
+                            "--limit", "1500" if not full else "20000",
+                            "-o", "pcp20:fastpath=false", "-o", "pcp20:reductions=false"],
+                           check=True, stdout=subprocess.DEVNULL)
             by: dict[str, dict[str, dict[str, str]]] = {}
-            for r in rows:
-                by.setdefault(r["instance"], {})[r["dispatcher"]] = r
+            for folder, suffix in ((out, ""), (plain, ":plain")):
+                with open(folder / "comparison.csv") as f:
+                    for r in csv.DictReader(f):
+                        by.setdefault(r["instance"], {})[r["dispatcher"] + suffix] = r
             paper = paper_pcp19_variables(built, len(by))
-            ratios, times, paper_ratios = [], [], []
+            ratios, times, paper_ratios, plain_ratios, plain_paper = [], [], [], [], []
             for index, pair in by.items():
-                a, b = pair.get("pcp20"), pair.get("pcp19")
+                a, b, c = pair.get("pcp20"), pair.get("pcp19"), pair.get("pcp20:plain")
                 if a and b and a["variables"] and b["variables"]:
                     ratios.append(int(a["variables"]) / int(b["variables"]))
                     times.append(float(a["solve_ms"]) / max(float(b["solve_ms"]), 1e-6))
                     paper_ratios.append(int(a["variables"]) / paper[int(index)])
+                    if c and c["variables"]:
+                        plain_ratios.append(int(c["variables"]) / int(b["variables"]))
+                        plain_paper.append(int(c["variables"]) / paper[int(index)])
             if not ratios:
                 print(f"{system}: no instance with a model for both")
                 continue
             print(f"{system}: {len(ratios)} instances with a model for both")
             for label, rs in (("pcp20 / pcp19 (our CP-SAT encoding)", ratios),
-                              ("pcp20 / PCP'19 as the paper counts it", paper_ratios)):
+                              ("pcp20 / PCP'19 as the paper counts it", paper_ratios),
+                              ("pcp20 reductions=false / pcp19", plain_ratios),
+                              ("pcp20 reductions=false / PCP'19 as the paper counts it", plain_paper)):
+                if not rs:
+                    continue
                 print(f"  {label}: variables ratio max {max(rs):.3f}, median {statistics.median(rs):.4f}, "
                       f"share < 0.1: {sum(r < 0.1 for r in rs) / len(rs):.1%}")
             print(f"  solve-time ratio pcp20 / pcp19: median {statistics.median(times):.3f}")

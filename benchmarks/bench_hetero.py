@@ -24,7 +24,7 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +95,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     for d in result.decisions:
         if d.started:
-            key = d.status.split(":")[0]
+            key = d.status.split(":dropped")[0]
             statuses[key] = statuses.get(key, 0) + d.started
     out["starts_by_status"] = statuses
     return out
@@ -142,8 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(1, args.seeds + 1)
     ]
     t0 = time.perf_counter()
+    results: dict[Cell, dict[str, Any]] = {}
     with ProcessPoolExecutor(args.workers) as pool:
-        results = dict(zip(cells, pool.map(run_cell, cells)))
+        futures = {pool.submit(run_cell, c): c for c in cells}
+        for done, fut in enumerate(as_completed(futures), 1):
+            c = futures[fut]
+            results[c] = fut.result()
+            print(f"[{done}/{len(cells)}] {c.workload} x{c.load} {c.dispatcher} ({c.allocator}) seed {c.seed}: "
+                  f"{results[c]['wall_s']:.0f} s", file=sys.stderr, flush=True)
+    results = {c: results[c] for c in cells}  # table order
     print(f"{len(cells)} simulations of {args.jobs:,} jobs in {time.perf_counter() - t0:.0f} s "
           f"({args.seeds} seeds; 95% t intervals over seeds; predictor last2)\n")
     groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]] = {}

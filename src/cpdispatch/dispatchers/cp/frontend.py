@@ -73,6 +73,8 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy)"),
     ("allocator", "scarce-fit", "allocation outside the model (fast path, greedy plan, HCP): "
                                 "scarce-fit or best-fit (the papers')"),
+    ("reallocate", False, "enact the demand-aware allocation of the jobs the model starts now when it "
+                          "places them all (the model's objective does not see scarcity)"),
     ("blocked", 0, "also model the first N queued jobs (priority order) that cannot start now, as "
                    "future starts, so that an allocation that delays them costs in the objective"),
 )
@@ -148,6 +150,7 @@ class CpDispatcher(Dispatcher):
     fastpath: bool
     search: str
     allocator: str
+    reallocate: bool
     blocked: int
 
     def __init__(self, **values: Any) -> None:
@@ -258,7 +261,7 @@ class CpDispatcher(Dispatcher):
             self.cur_q_length = max(1, self.cur_q_length // 2)
         if out.plan is None:
             return Decision(status="fallback")
-        starts, dropped = extract_starts(snapshot, inst, out.plan)
+        starts, dropped = extract_starts(snapshot, inst, out.plan, self.reallocate)
         status = out.status if not dropped else f"{out.status}:dropped={dropped}"
         later = {j: inst.time + s for j, s in out.plan.starts.items() if s > 0}
         built = out.built
@@ -454,12 +457,29 @@ def take(work: np.ndarray, nodes: tuple[int, ...], job: CpJob) -> bool:
     return True
 
 
-def extract_starts(snapshot: Snapshot, inst: Instance, plan: Plan) -> tuple[tuple[Start, ...], int]:
+def extract_starts(
+    snapshot: Snapshot, inst: Instance, plan: Plan, reallocate: bool = False
+) -> tuple[tuple[Start, ...], int]:
     """Jobs planned at 0, in priority order: on the plan's nodes, checked against a working copy
     of the free amounts (invalid ones dropped and counted), or, when the plan has no nodes (HCP),
-    placed by (demand-aware) best fit, skipping those that do not fit."""
-    work = np.array(snapshot.free, dtype=np.int64)
+    placed by (demand-aware) best fit, skipping those that do not fit.
+
+    `reallocate` (with scarcity weights): the model chose which jobs start now, but its objective
+    is blind to where; if the demand-aware best fit places all of them, in priority order, its
+    allocation is enacted instead of the model's."""
     cap = snapshot.system.capacity
+    if reallocate and inst.weights is not None and plan.nodes:
+        work = np.array(snapshot.free, dtype=np.int64)
+        placed = []
+        for job in inst.jobs:
+            if plan.starts.get(job.id) == 0:
+                got = best_fit(work, cap, job.req, job.units, inst.weights)
+                if got is None:
+                    break
+                placed.append(Start(job.id, got))
+        else:
+            return tuple(placed), 0
+    work = np.array(snapshot.free, dtype=np.int64)
     starts: list[Start] = []
     dropped = 0
     for job in inst.jobs:
