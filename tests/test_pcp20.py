@@ -449,8 +449,27 @@ def test_size_guard() -> None:
 
 
 def test_solver_parameters() -> None:
-    assert Pcp20Model(inst_three_types()).solver_parameters == {"cp_model_presolve": False}
+    assert Pcp20Model(inst_three_types()).solver_parameters == {"cp_model_presolve": False, "hint_conflict_limit": 0}
     assert Pcp20Model(inst_fluid()).solver_parameters == {}
+
+
+def test_each_no_overlap_2d_with_running_boxes_has_one_zero_area_box() -> None:
+    """The box that keeps CP-SAT from re-presolving the fixed running boxes at every restart
+    (`add_no_overlap_2d`): width 0, below every axis, and only where running boxes are."""
+    built = Pcp20Model(inst_three_types(), fluid=False, drop_dominated=False)
+    proto = built.model.proto
+    assert built.running_boxes > 0
+    checked = 0
+    for ct in proto.constraints:
+        if not ct.has_no_overlap_2d():
+            continue
+        checked += 1
+        xs = [proto.constraints[i].interval for i in ct.no_overlap_2d.x_intervals]
+        ys = [proto.constraints[i].interval for i in ct.no_overlap_2d.y_intervals]
+        zero = [(x, y) for x, y in zip(xs, ys) if x.size.offset == 0 and not x.size.vars]
+        assert len(zero) == 1
+        assert zero[0][1].start.offset == -1 and zero[0][1].end.offset == 0
+    assert checked == 3  # core, memory, gpu
 
 
 @pytest.mark.parametrize("max_units", [128, 1])

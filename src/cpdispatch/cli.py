@@ -73,6 +73,7 @@ def run_simulation(
     finally:
         if recorder is not None:
             recorder.close()
+    result.dispatcher = dispatcher  # the name the user typed (an alias such as hcp19 stays hcp19)
     result.options.update(
         {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "skip_jobs": skip,
          "load_factor": load_factor, "strict": strict}

@@ -64,12 +64,10 @@ class Instance:
 
 
 class ModelTooLarge(ValueError):
-    """The allocation part would exceed the dispatcher's `max_units` or `max_running_boxes`: solve
-    nothing, use the greedy plan. Measured on HPC2N: beyond ~100 units with positions, CP-SAT never
-    improved on it within a second, and such models cost 0.1-1 s each. Beyond ~400 fixed running
-    boxes, CP-SAT 9.15's search from a complete hint can spend 5-80 s re-presolving the fixed
-    rectangles of NoOverlap2D (`PresolveFixed2dRectangles`), ignoring every time limit and
-    `StopSearch`; without the hint it finds nothing better than the greedy plan anyway."""
+    """The allocation part would exceed a model's size guard (pcp20's `max_units` or
+    `max_running_boxes`): solve nothing, enact the greedy plan (status `greedy:too-large`). Measured
+    on HPC2N: beyond ~100 units with positions, CP-SAT never improved on the greedy plan within a
+    second, and such models cost 0.1-1 s each."""
 
 
 @dataclass

@@ -67,7 +67,9 @@ queued jobs start in priority order (the hint's order; otherwise CP-SAT's own sy
 may pick another order and reject the hint).
 
 *Objective and priorities (Section 2.2).* Total slowdown through `objectives.expression`; the
-priority is the slowdown at dispatching time, with PCP'20's tie-break on shorter duration.
+priority is the slowdown at dispatching time; PCP'20's tie-break on shorter duration is the option
+``duration_tiebreak`` (off by default: over six seeds of generated Eurora workloads at load factor 2
+it lengthened waits; every job is at slowdown 1 on arrival, so the tie-break orders most of them).
 
 *Search.* "Select the job whose priority is highest and that can start first; assign its start
 its earliest time; then among its allocation variables select the one with the minimum domain and
@@ -85,9 +87,10 @@ node variable that replaces the element expressions; no term depends on the numb
 CP-SAT's presolve is slow on NoOverlap2D boxes (seconds for ~2,000; 0.6 s for 350 on HPC2N, where
 the solve itself takes 50 ms), so `solver_parameters` turns it off for models with boxes (the front
 end applies it). The dispatcher's `max_units` (default 128) hands instances with more units with
-positions to the greedy plan (`ModelTooLarge`): on HPC2N such models never beat it within a second;
-`max_running_boxes` (default 400) does the same for instances with more fixed running boxes, where
-CP-SAT's search from the hint can stall for a minute (see `ModelTooLarge`).
+positions to the greedy plan (`ModelTooLarge`): on HPC2N such models never beat it within a second.
+Fixed running boxes once made CP-SAT stall for up to minutes per decision; `add_no_overlap_2d`
+removes the cause, so `max_running_boxes` (a guard that does the same as `max_units` for running
+boxes) is off by default.
 """
 
 from __future__ import annotations
@@ -309,6 +312,24 @@ def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
+
+
+def add_no_overlap_2d(
+    m: cp_model.CpModel, xs: list[cp_model.IntervalVar], ys: list[cp_model.IntervalVar], fixed_boxes: bool
+) -> None:
+    """`AddNoOverlap2D`, plus, when some boxes are fixed (running jobs), one box of zero area
+    (width 0 at time 0, on position -1, below every axis: it touches nothing).
+
+    Why: CP-SAT 9.15 re-runs `PresolveFixed2dRectangles` over all fixed boxes whenever the search
+    is back at decision level 0 (after every conflict of its hint-following phase, on every new
+    bound), unless some box of the constraint has zero area. With a few hundred running boxes that
+    took 10-140 s per decision on HPC2N, ignoring every time limit. With the zero-area box and
+    `hint_conflict_limit` = 0 (`Pcp20Model.solver_parameters`), the five slowest decisions of an
+    HPC2N slice (12-142 s) took 10-220 ms, with the same objective values."""
+    if fixed_boxes:
+        xs = [*xs, m.new_fixed_size_interval_var(0, 0, "zero_area_x")]
+        ys = [*ys, m.new_fixed_size_interval_var(-1, 1, "zero_area_y")]
+    m.add_no_overlap_2d(xs, ys)
 
 
 class _Values(Protocol):
@@ -535,7 +556,7 @@ class Pcp20Model(BuiltModel):
                     xs.append(run_interval(rr))
                     ys.append(m.new_fixed_size_interval_var(r0, rh, ""))
                 self.running_boxes += len(y0)
-                m.add_no_overlap_2d(xs, ys)
+                add_no_overlap_2d(m, xs, ys, fixed_boxes=len(y0) > 0)
             if implied_cumulative or fluid:
                 intervals = [jv.interval for jv in jobs]
                 demands = [jv.job.units * jv.geo.amounts[jv.geo.types.index(t)] for jv in jobs]
@@ -687,10 +708,13 @@ class Pcp20Model(BuiltModel):
 
     @property
     def solver_parameters(self) -> dict[str, object]:
-        """CP-SAT parameters this model solves best with (for the front end to apply): presolve off
-        when there are boxes (it takes seconds on a few thousand; the search proves more in 50 ms
-        without it on HPC2N instances)."""
-        return {"cp_model_presolve": False} if any(jv.positions for jv in self.jobs) else {}
+        """CP-SAT parameters this model solves best with (for the front end to apply), when there
+        are boxes: presolve off (it takes seconds on a few thousand; the search proves more in
+        50 ms without it on HPC2N instances) and no hint-following phase (`hint_conflict_limit`
+        0; see `add_no_overlap_2d`). The hint still guides the search and bounds the objective."""
+        if not any(jv.positions for jv in self.jobs):
+            return {}
+        return {"cp_model_presolve": False, "hint_conflict_limit": 0}
 
     def size(self) -> dict[str, int]:
         """Model size figures for logs and benchmarks."""
@@ -786,23 +810,24 @@ def _pack(
 
 @registered()
 class Pcp20Dispatcher(CpDispatcher):
-    """PCP'20: fit-now selection of up to `q_length` jobs, slowdown priority with the tie-break on
-    shorter duration, total slowdown objective, the model above; `time_policy=paper` is the PCP'20
+    """PCP'20: fit-now selection of up to `q_length` jobs, slowdown priority (the paper's tie-break
+    on shorter duration is the option `duration_tiebreak`), total slowdown objective, the model
+    above; `time_policy=paper` is the PCP'20
     wrapper's (1 s, then 0.5-s extensions while no solution, halving the queue length on failure)."""
 
     name = "pcp20"
     summary = "PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent of nodes)"
     objective_kind = "slowdown"
-    duration_tiebreak = True
     paper_policy = "pcp20"
     options = cp_options(clamp=True, priority="slowdown") + (
-        Option("duration_tiebreak", True, "PCP'20's tie-break on shorter predicted duration before area"),
+        Option("duration_tiebreak", False, "PCP'20's tie-break on shorter predicted duration before area (off: it "
+                                          "lengthened waits at load factor 2 on generated Eurora workloads)"),
         Option("all_different", False, "the paper's all-different on unit positions instead of ordered units"),
         Option("implied_cumulative", True, "post the implied cumulative per resource type"),
         Option("sparse_domains", False, "exact no-straddling domains on positions (redundant; slower presolve)"),
         Option("reductions", True, "exact reductions: drop types that cannot bind; cumulative only on 1-unit types"),
         Option("max_units", 128, "most units with positions in a model, else the greedy plan (0: no limit)"),
-        Option("max_running_boxes", 400, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
+        Option("max_running_boxes", 0, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
     )
 
     all_different: bool
