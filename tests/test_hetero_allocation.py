@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.frontend import fast_path
+from cpdispatch.dispatchers.cp.frontend import extract_starts, fast_path
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
+from cpdispatch.dispatchers.cp.instance import Plan
 from cpdispatch.job import Job
-from cpdispatch.snapshot import Decision, RunningJob
+from cpdispatch.snapshot import Decision, RunningJob, Start
 from cpdispatch.system import NodeGroup, System
 
 from .helpers import snapshot
@@ -97,3 +98,23 @@ def test_blocked_jobs_in_the_model_change_pcp20s_placement(allocator: str) -> No
     joint = make_dispatcher("pcp20", {"blocked": "1", "allocator": allocator}).decide(snap)
     assert started(joint) == {"X": (1,)}
     assert joint.status in ("optimal", "feasible") and joint.plan == {"Y": snap.time + 10}
+
+
+def test_reallocate_enacts_the_demand_aware_placement_only_when_it_places_every_start() -> None:
+    snap = snapshot(GPU_MIC, jobs_abc()[:2])  # A (16 cores) and B (1 core + 1 GPU)
+    disp = make_dispatcher("pcp20")
+    inst = disp.instance(snap, list(snap.queued))  # type: ignore[attr-defined]
+    inst = inst.__class__(**{**inst.__dict__, "weights": np.array([1.0, 1.0, 0.0])})
+    only_a = Plan(starts={"A": 0, "B": 5}, nodes={"A": (0,), "B": (0,)})  # the model wastes the GPU node
+    assert extract_starts(snap, inst, only_a)[0] == (Start("A", (0,)),)
+    assert extract_starts(snap, inst, only_a, reallocate=True)[0] == (Start("A", (1,)),)
+    # J1 (2 units of 2 cores), J2 and J3 (14 cores each) fit together only with J1 split over both
+    # nodes: the demand-aware rule packs J1 on the MIC node and cannot place J3; the model's is kept
+    j1, j2, j3 = Job("J1", 0, 2, (2, 0, 0), 100, 100), Job("J2", 10, 1, (14, 0, 0), 100, 100), \
+        Job("J3", 20, 1, (14, 0, 0), 100, 100)
+    snap = snapshot(GPU_MIC, [(j1, 100), (j2, 100), (j3, 100)])
+    inst = disp.instance(snap, list(snap.queued))  # type: ignore[attr-defined]
+    inst = inst.__class__(**{**inst.__dict__, "weights": np.array([1.0, 1.0, 0.0])})
+    split = Plan(starts={"J1": 0, "J2": 0, "J3": 0}, nodes={"J1": (0, 1), "J2": (0,), "J3": (1,)})
+    expected = (Start("J1", (0, 1)), Start("J2", (0,)), Start("J3", (1,)))
+    assert extract_starts(snap, inst, split, reallocate=True) == (expected, 0)

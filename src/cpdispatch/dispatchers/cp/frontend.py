@@ -74,7 +74,7 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("allocator", "scarce-fit", "allocation outside the model (fast path, greedy plan, HCP): "
                                 "scarce-fit or best-fit (the papers')"),
     ("reallocate", False, "enact the demand-aware allocation of the jobs the model starts now when it "
-                          "places them all (the model's objective does not see scarcity)"),
+                          "places them all (the model's objective does not see scarcity); not with blocked"),
     ("blocked", 0, "also model the first N queued jobs (priority order) that cannot start now, as "
                    "future starts, so that an allocation that delays them costs in the objective"),
 )
@@ -261,7 +261,8 @@ class CpDispatcher(Dispatcher):
             self.cur_q_length = max(1, self.cur_q_length // 2)
         if out.plan is None:
             return Decision(status="fallback")
-        starts, dropped = extract_starts(snapshot, inst, out.plan, self.reallocate)
+        # with blocked jobs in the model, its placement accounts for them: keep it
+        starts, dropped = extract_starts(snapshot, inst, out.plan, self.reallocate and not self.blocked)
         status = out.status if not dropped else f"{out.status}:dropped={dropped}"
         later = {j: inst.time + s for j, s in out.plan.starts.items() if s > 0}
         built = out.built

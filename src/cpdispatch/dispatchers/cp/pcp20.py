@@ -819,7 +819,7 @@ class Pcp20Dispatcher(CpDispatcher):
     summary = "PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent of nodes)"
     objective_kind = "slowdown"
     paper_policy = "pcp20"
-    options = cp_options(clamp=True, priority="slowdown") + (
+    options = cp_options(clamp=True, priority="slowdown", reallocate=True) + (
         Option("duration_tiebreak", False, "PCP'20's tie-break on shorter predicted duration before area (off: it "
                                           "lengthened waits at load factor 2 on generated Eurora workloads)"),
         Option("all_different", False, "the paper's all-different on unit positions instead of ordered units"),
