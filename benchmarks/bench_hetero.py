@@ -123,6 +123,26 @@ def paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
     return mean_ci([x - y for x, y in zip(a, b)])
 
 
+def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], path: str) -> None:
+    """One panel per (workload, load, allocator): mean wait per dispatcher with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+    for ax, ((w, load, alloc), by_disp) in zip(axes[0], groups.items()):
+        names = list(by_disp)
+        stats = [mean_ci([r["wait"] for r in by_disp[d]]) for d in names]
+        ax.bar(range(len(names)), [m for m, _ in stats], yerr=[h for _, h in stats], capsize=3,
+               color=["tab:red" if d.startswith("pcp20") else "tab:gray" for d in names])
+        ax.set_xticks(range(len(names)), [d.replace("@", "\n") for d in names], rotation=90, fontsize=7)
+        ax.set_title(f"{w}, load x{load}" + ("" if alloc == "own" else f", {alloc}"), fontsize=9)
+        ax.set_ylabel("mean wait [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=5000)
@@ -134,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allocators", default="own,scarce-fit", help="'own' and/or an allocator for all")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--plot", help="write a figure (PNG): mean wait per dispatcher and cell, 95%% intervals")
     args = ap.parse_args(argv)
     cells = [
         Cell(w, float(load), d, a, seed, args.jobs)
@@ -183,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                     diffs.append(f"{d} {mw:+.0f}±{hw:.0f} s / {mb:+.2f}±{hb:.2f}")
             print("paired difference to pcp20 (wait / bsld; > 0: pcp20 better): " + "; ".join(diffs))
         print()
+    if args.plot:
+        plot(groups, args.plot)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump([{**c.__dict__, **r} for c, r in results.items()], fh, indent=1)

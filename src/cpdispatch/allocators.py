@@ -98,8 +98,9 @@ class DemandEstimate:
     """How much each resource type is in demand, learned on-line from the jobs seen in the queue
     (never from the future): per type, the requested amount x predicted duration of the jobs seen,
     over the type's total capacity, forgotten with a half-life of `HALF_LIFE` jobs. Weights are
-    these figures over their largest, so a type that every job asks (cores) weighs 1 and GPUs
-    asked by a third of the jobs weigh far more than MICs asked by one in a hundred.
+    these figures over their largest (the type in most demand for its capacity weighs 1), so on
+    Eurora GPUs asked by a third of the jobs weigh far more than MICs asked by one in a hundred,
+    and a type no job has asked for weighs 0 (it is not protected).
 
     New jobs are found from the end of the queue (queue order is submission order): O(new jobs)
     per call. State across calls, like a predictor's: the estimate only ranks nodes, it never

@@ -251,10 +251,10 @@ class CpDispatcher(Dispatcher):
             return Decision(status="empty")
         inst = self.instance(snapshot, selected)
         out = self.optimise(inst)
-        if out.solved is None:
-            pass
-        elif out.solved:
+        if out.solved:
             self.cur_q_length = self.q_length
+        elif out.solved is None:  # no solve was tried: the length stays
+            pass
         elif self.policy == "pcp20":  # the PCP'20 wrapper halves the number of planned jobs
             self.cur_q_length = max(1, min(self.cur_q_length, len(selected)) // 2)
         else:
