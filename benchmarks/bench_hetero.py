@@ -3,8 +3,9 @@
 
 For every workload x load factor x dispatcher (x allocator), simulates one generated workload per
 seed in parallel worker processes and prints mean wait, mean bounded slowdown (and its standard
-deviation over jobs), per-class mean waits (GPU / MIC / CPU-only jobs) and the 95% confidence
-interval over seeds of each figure, plus utilisation per type over the submit window.
+deviation over jobs), per-class mean waits (GPU / MIC / CPU-only jobs with the 95% confidence
+interval over seeds; short < 1 h / long run time, narrow = 1 unit / wide, as means over seeds),
+plus utilisation per type over the submit window.
 
     python benchmarks/bench_hetero.py                      # the README's table (long: ~1 h on 2 cores)
     python benchmarks/bench_hetero.py --seeds 3 --jobs 2000 --loads 1.0 --dispatchers easy,pcp20
@@ -89,8 +90,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         "util": util, "wall_s": wall, "calls": len(result.decisions),
         "ms_mean": sum(d.wall_ms for d in result.decisions) / max(1, len(result.decisions)),
     }
-    for k in ("gpu", "mic", "cpu"):
-        sel = kind == k
+    units = np.array([r.job.units for r in started])
+    classes = {"gpu": kind == "gpu", "mic": kind == "mic", "cpu": kind == "cpu",
+               "short": run < 3600, "long": run >= 3600, "narrow": units == 1, "wide": units > 1}
+    for k, sel in classes.items():
         out[f"wait_{k}"] = float(wait[sel].mean()) if sel.any() else math.nan
     statuses: dict[str, int] = {}
     for d in result.decisions:
@@ -182,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in any_runs):.2f}" for t in any_runs[0]["util"])
         print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window: {util})")
         print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
-              f"{'MIC wait':>13} {'CPU wait':>13} {'ms/call':>8} {'model starts':>12}")
+              f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
+              f"{'ms/call':>8} {'model starts':>12}")
         for d, runs in by_disp.items():
             starts = {}
             for r in runs:
@@ -193,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{d:<24} {fmt([r['wait'] for r in runs]):>13} {fmt([r['bsld'] for r in runs], 2):>13} "
                   f"{statistics.fmean(r['bsld_sd'] for r in runs):>9.2f} {fmt([r['wait_gpu'] for r in runs]):>13} "
                   f"{fmt([r['wait_mic'] for r in runs]):>13} {fmt([r['wait_cpu'] for r in runs]):>13} "
-                  f"{statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {model:>12.0%}")
+                  + " ".join(f"{statistics.fmean(r.get(f'wait_{k}', math.nan) for r in runs):>9.0f}"
+                             for k in ("short", "long", "narrow", "wide"))
+                  + f" {statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {model:>12.0%}")
         if "pcp20" in by_disp:
             ref = by_disp["pcp20"]
             diffs = []
