@@ -181,9 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     for c, r in results.items():
         groups.setdefault((c.workload, c.load, c.allocator), {}).setdefault(c.dispatcher, []).append(r)
     for (w, load, alloc), by_disp in groups.items():
-        any_runs = next(iter(by_disp.values()))
-        util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in any_runs):.2f}" for t in any_runs[0]["util"])
-        print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window: {util})")
+        ref_name = "pcp20" if "pcp20" in by_disp else next(iter(by_disp))
+        ref_runs = by_disp[ref_name]
+        util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in ref_runs):.2f}" for t in ref_runs[0]["util"])
+        print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window under "
+              f"{ref_name}: {util})")
         print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
               f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
               f"{'ms/call':>8} {'model starts':>12}")
