@@ -4,8 +4,8 @@ solver has nothing better.
 Jobs are taken in priority order; each starts at its earliest feasible time given the running
 jobs (released at their remaining time) and the jobs already planned, on nodes chosen by best fit
 (demand-aware when the instance has weights) over the amounts free during its whole interval
-[s, s + d). The result is valid for the per-node
-PCP models (no node and type is ever over capacity) and therefore also for HCP's totals.
+[s, s + d). The result is valid for the per-node PCP models (no node and type is ever over
+capacity) and therefore also for HCP's totals.
 
 Why a segment profile: the free amounts only change at a running job's release or a planned
 job's start or end, so the future is a list of segments with one (nodes x types) array each.

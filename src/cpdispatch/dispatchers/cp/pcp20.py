@@ -732,9 +732,9 @@ def _best_fit_units(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and unit counts for `units` units of 1 on one type: least `waste` first when given,
     then fullest node first (free/capacity, ties to the lower index, as `allocators.best_fit`),
-    packing each node. If the free amounts do
-    not suffice (starts that break the cumulative; not from the model), the rest goes round-robin
-    on the nodes with capacity, for a complete but invalid plan that the front end then rejects."""
+    packing each node. If the free amounts do not suffice (starts that break the cumulative; not
+    from the model), the rest goes round-robin on the nodes with capacity, for a complete but
+    invalid plan that the front end then rejects."""
     cand = np.flatnonzero(free > 0)
     if waste is None:
         order = cand[np.argsort(free[cand] / cap[cand], kind="stable")]
@@ -812,8 +812,8 @@ def _pack(
 class Pcp20Dispatcher(CpDispatcher):
     """PCP'20: fit-now selection of up to `q_length` jobs, slowdown priority (the paper's tie-break
     on shorter duration is the option `duration_tiebreak`), total slowdown objective, the model
-    above; `time_policy=paper` is the PCP'20
-    wrapper's (1 s, then 0.5-s extensions while no solution, halving the queue length on failure)."""
+    above; `time_policy=paper` is the PCP'20 wrapper's (1 s, then 0.5-s extensions while no
+    solution, halving the queue length on failure)."""
 
     name = "pcp20"
     summary = "PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent of nodes)"
