@@ -80,7 +80,9 @@ def sizes(full: bool) -> None:
                                 "--seed", "2", "--out", str(path)], check=True, stdout=subprocess.DEVNULL)
             else:
                 path = WORKLOADS / trace
-            run_cli(system, str(path), "hcp19", "last2", limit=limit, extra=["--record-instances", str(inst)])
+            # Eurora at twice the arrival rate: at the generator's own rate few jobs ever wait
+            load = ["--load-factor", "2"] if trace is None else []
+            run_cli(system, str(path), "hcp19", "last2", limit=limit, extra=["--record-instances", str(inst), *load])
             built = Path(tmp) / f"built-{system}.jsonl"
             kept = keep_modelled(inst, built)
             print(f"{system}: {kept} recorded instances where hcp19 left a job waiting")
@@ -95,7 +97,7 @@ def sizes(full: bool) -> None:
             subprocess.run([sys.executable, "-m", "cpdispatch", "instances", "compare", str(built),
                             "--dispatchers", "pcp20", "--out", str(plain),
                             "--limit", "1500" if not full else "20000",
-                            "-o", "pcp20:fastpath=false", "-o", "pcp20:reductions=false"],
+                            "-o", "pcp20:fastpath=false", "-o", "pcp20:reductions=false", "-o", "pcp20:max_units=0"],
                            check=True, stdout=subprocess.DEVNULL)
             by: dict[str, dict[str, dict[str, str]]] = {}
             for folder, suffix in ((out, ""), (plain, ":plain")):
