@@ -4,6 +4,8 @@ greedy plan, every CP model and the baselines."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -73,9 +75,9 @@ def test_greedy_plan_with_and_without_weights() -> None:
     disp = make_dispatcher("hcp19")
     snap = snapshot(GPU_MIC, jobs_abc())
     inst = disp.instance(snap, list(snap.queued))  # type: ignore[attr-defined]
-    blind = greedy_plan(inst.__class__(**{**inst.__dict__, "weights": None}))
+    blind = greedy_plan(replace(inst, weights=None))
     assert blind.starts == {"A": 0, "B": 100, "C": 0} and blind.nodes["A"] == (0,)
-    aware = greedy_plan(inst.__class__(**{**inst.__dict__, "weights": np.array([1.0, 1.0, 0.0])}))
+    aware = greedy_plan(replace(inst, weights=np.array([1.0, 1.0, 0.0])))
     assert aware.starts == {"A": 0, "B": 0, "C": 0} and aware.nodes == {"A": (1,), "B": (0,), "C": (0,)}
 
 
@@ -104,7 +106,7 @@ def test_reallocate_enacts_the_demand_aware_placement_only_when_it_places_every_
     snap = snapshot(GPU_MIC, jobs_abc()[:2])  # A (16 cores) and B (1 core + 1 GPU)
     disp = make_dispatcher("pcp20")
     inst = disp.instance(snap, list(snap.queued))  # type: ignore[attr-defined]
-    inst = inst.__class__(**{**inst.__dict__, "weights": np.array([1.0, 1.0, 0.0])})
+    inst = replace(inst, weights=np.array([1.0, 1.0, 0.0]))
     only_a = Plan(starts={"A": 0, "B": 5}, nodes={"A": (0,), "B": (0,)})  # the model wastes the GPU node
     assert extract_starts(snap, inst, only_a)[0] == (Start("A", (0,)),)
     assert extract_starts(snap, inst, only_a, reallocate=True)[0] == (Start("A", (1,)),)
@@ -114,7 +116,7 @@ def test_reallocate_enacts_the_demand_aware_placement_only_when_it_places_every_
         Job("J3", 20, 1, (14, 0, 0), 100, 100)
     snap = snapshot(GPU_MIC, [(j1, 100), (j2, 100), (j3, 100)])
     inst = disp.instance(snap, list(snap.queued))  # type: ignore[attr-defined]
-    inst = inst.__class__(**{**inst.__dict__, "weights": np.array([1.0, 1.0, 0.0])})
+    inst = replace(inst, weights=np.array([1.0, 1.0, 0.0]))
     split = Plan(starts={"J1": 0, "J2": 0, "J3": 0}, nodes={"J1": (0, 1), "J2": (0,), "J3": (1,)})
     expected = (Start("J1", (0, 1)), Start("J2", (0,)), Start("J3", (1,)))
     assert extract_starts(snap, inst, split, reallocate=True) == (expected, 0)

@@ -82,8 +82,7 @@ def best_fit(
         f, c = free[cand], capacity[cand]
         score = (f[:, kinds] / c[:, kinds]).sum(axis=1) if kinds else np.zeros(cand.size)
         if others and weights is not None:
-            waste = (f[:, others] / np.maximum(c[:, others], 1) * weights[others]).sum(axis=1)
-            rank = np.lexsort((score, waste))  # waste first, then fullness, then index
+            rank = np.lexsort((score, waste(f[:, others], c[:, others], weights[others])))  # then index
         else:
             rank = score.argsort(kind="stable")
         if units == 1:
@@ -92,6 +91,12 @@ def best_fit(
             return (node,)
         cand, fit = cand[rank], fit[rank]
     return _pack(free, req, units, fit, cand)
+
+
+def waste(free: np.ndarray, capacity: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per node, sum over types of weight x free / capacity: what a job that does not use those
+    types leaves idle by taking the node (a type a node lacks counts 0)."""
+    return (free / np.maximum(capacity, 1) * weights).sum(axis=1)
 
 
 class DemandEstimate:

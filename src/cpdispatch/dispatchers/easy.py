@@ -219,6 +219,7 @@ class Easy(Dispatcher):
         self._queue = LiveQueueCache()
         self._running = RunningCache()
         self._capacity: tuple[System, np.ndarray] | None = None
+        self._zeros = np.zeros(0)
         # per shape of the queue cache, the units that fit in `_last_free` (where `_known`), kept
         # across calls for the kernel
         self._fit = np.zeros(0, dtype=np.int64)
@@ -240,7 +241,7 @@ class Easy(Dispatcher):
         weights = self._alloc.weights
         positions, nodes, offsets = self._pass(
             free, self._capacity_of(snapshot.system), self._best,
-            np.zeros(ntypes) if weights is None else weights.astype(np.float64), snapshot.time,
+            self._no_weights(ntypes) if weights is None else weights.astype(np.float64), snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
             running.arrays(),
@@ -265,6 +266,12 @@ class Easy(Dispatcher):
             grow = max(n, 2 * len(self._fit)) - len(self._fit)
             self._fit = np.concatenate((self._fit, np.zeros(grow, dtype=np.int64)))
             self._known = np.concatenate((self._known, np.zeros(grow, dtype=bool)))
+
+    def _no_weights(self, ntypes: int) -> np.ndarray:
+        """All-zero scarcity weights (plain first or best fit), made once, not per call."""
+        if len(self._zeros) != ntypes:
+            self._zeros = np.zeros(ntypes)
+        return self._zeros
 
     def _capacity_of(self, system: System) -> np.ndarray:
         """The system's capacity as a writable contiguous array (one compiled kernel for all)."""

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -319,15 +320,7 @@ def restricted_greedy(built: PerNodeModel) -> Plan | None:
 
 
 def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
-    return Instance(
-        time=instance.time,
-        system=instance.system,
-        jobs=jobs,
-        running=instance.running,
-        free=instance.free,
-        horizon=instance.horizon,
-        weights=instance.weights,
-    )
+    return replace(instance, jobs=jobs)
 
 
 # -- dispatchers ---------------------------------------------------------------------------------

@@ -104,6 +104,7 @@ from typing import Any, Protocol
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ...allocators import waste as allocation_waste
 from ...system import System
 from ..base import Option, registered
 from . import objectives
@@ -685,7 +686,7 @@ class Pcp20Model(BuiltModel):
             if inst.weights is not None and (np.delete(inst.weights, t) > 0).any():
                 w = inst.weights.copy()
                 w[t] = 0
-                waste = (inst.free / np.maximum(inst.capacity, 1) * w).sum(axis=1)
+                waste = allocation_waste(inst.free, inst.capacity, w)
             jobs = sorted((starts[jv.job.id], order, jv.job) for order, jv in enumerate(self.jobs)
                           if jv.fluid and jv.geo.types[0] == t)
             cap = self.axes.capacity[:, t]
