@@ -15,7 +15,7 @@ from cpdispatch.system import System
 def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -> Instance:
     free = np.array(system.capacity, dtype=np.int64)
     for r in running:
-        for k in r.nodes:
+        for k in r.alloc.per_unit():
             free[k] -= np.asarray(r.req)
     assert (free >= 0).all()
     horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
@@ -50,7 +50,7 @@ def load_ok(inst: Instance, starts: list[int], allocs: list[tuple[int, ...]]) ->
         load = np.zeros_like(inst.capacity)
         for r in inst.running:
             if t < r.remaining:
-                for k in r.nodes:
+                for k in r.alloc.per_unit():
                     load[k] += np.asarray(r.req)
         for j, s, alloc in zip(jobs, starts, allocs):
             if s <= t < s + j.duration:

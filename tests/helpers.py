@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cpdispatch.job import Job
-from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
+from cpdispatch.snapshot import Allocation, QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 from cpdispatch.workloads.base import Workload
 
@@ -31,8 +31,13 @@ def snapshot(
     """A snapshot of `queued` (job, predicted duration) pairs, free = capacity - running usage."""
     free = np.array(system.capacity, dtype=np.int64)
     for r in running:
-        for k in r.nodes:
+        for k in r.alloc.per_unit():
             free[k] -= np.asarray(r.job.req)
     assert (free >= 0).all()
     free.setflags(write=False)
     return Snapshot(now, system, tuple(QueuedJob(j, p) for j, p in queued), tuple(running), free)
+
+
+def on(*per_unit: int) -> Allocation:
+    """The allocation of units on `per_unit[i]` (tests write allocations unit by unit)."""
+    return Allocation.of_units(per_unit)

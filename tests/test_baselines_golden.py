@@ -22,7 +22,7 @@ from cpdispatch.simulator import SimOptions, simulate
 from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 
-from .helpers import job, system, workload
+from .helpers import job, on, system, workload
 from .strategies import systems, workloads
 
 Queued = tuple[Job, int]  # job, predicted
@@ -37,7 +37,7 @@ def snap(sys_: System, now: int, queued: list[Queued], running: list[Running] | 
     for j, start, pred, nodes in running or []:
         for n in nodes:
             free[n] -= j.req
-        runs.append(RunningJob(j, start, pred, nodes))
+        runs.append(RunningJob(j, start, pred, on(*nodes)))
     assert (free >= 0).all()
     free.setflags(write=False)  # a dispatcher must never write into the snapshot
     return Snapshot(now, sys_, tuple(QueuedJob(j, p) for j, p in queued), tuple(runs), free)
@@ -250,7 +250,7 @@ def test_end_to_end_easy_backfill_on_two_nodes() -> None:
     ]  # but the extra at 100 is node 1's core (c takes node 0): e starts at 97 there
     res = simulate(TWO, workload(*jobs), make_dispatcher("easy"), make_predictor("walltime"),
                    SimOptions(progress=False))
-    assert {r.job.id: (r.start, r.nodes) for r in res.records} == {
+    assert {r.job.id: (r.start, r.alloc.per_unit()) for r in res.records} == {
         "a": (0, (0,)), "b": (5, (1,)), "c": (100, (0,)), "d": (7, (1,)), "e": (97, (1,)),
     }
 
@@ -287,7 +287,7 @@ def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
     if k == len(queue):
         return out
     head = queue[k].job
-    events = [(r.job.req, max(r.predicted_end, now + 1), r.nodes) for r in s.running] + started
+    events = [(r.job.req, max(r.predicted_end, now + 1), r.alloc.per_unit()) for r in s.running] + started
     shadow, extra = None, free
     for t in sorted({e[1] for e in events}):
         avail = free.copy()

@@ -20,7 +20,7 @@ from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot, Start
 from cpdispatch.system import NodeGroup, System
 
-from .helpers import snapshot
+from .helpers import on, snapshot
 
 
 def job(jid: str, submit: int, units: int = 1, req: tuple[int, ...] = (1,), queue: str = "") -> Job:
@@ -106,7 +106,7 @@ def test_fit_now_matches_the_definition(free_rows: list[list[int]], reqs: list[t
 
 
 def test_selection_takes_eligible_jobs_in_priority_order_up_to_q_length() -> None:
-    running = [RunningJob(job("r", 0, 1, (2,)), 0, 500, (0,))]
+    running = [RunningJob(job("r", 0, 1, (2,)), 0, 500, on(0))]
     queued = [(job("old_big", 0, 1, (4,)), 100), (job("a", 10, 1, (1,)), 100), (job("b", 20, 1, (1,)), 100),
               (job("c", 30, 1, (1,)), 100)]
     snap = snapshot(ONE, queued, running)
@@ -117,12 +117,12 @@ def test_selection_takes_eligible_jobs_in_priority_order_up_to_q_length() -> Non
 
 
 def test_clamp_on_and_off() -> None:
-    running = [RunningJob(job("late", 0, 1, (1,)), 0, 60, (0,)), RunningJob(job("ok", 90, 1, (1,)), 90, 30, (0,))]
+    running = [RunningJob(job("late", 0, 1, (1,)), 0, 60, on(0)), RunningJob(job("ok", 90, 1, (1,)), 90, 30, on(0))]
     queued = [(job("zero", 50), 0), (job("five", 60), 5)]
     snap = snapshot(ONE, queued, running)
-    on, off = Hcp3(), Hcp3(clamp=False)
-    inst_on = on.instance(snap, list(snap.queued))
-    inst_off = off.instance(snap, list(snap.queued))
+    clamped, unclamped = Hcp3(), Hcp3(clamp=False)
+    inst_on = clamped.instance(snap, list(snap.queued))
+    inst_off = unclamped.instance(snap, list(snap.queued))
     assert [r.remaining for r in inst_on.running] == [1, 20] and [r.remaining for r in inst_off.running] == [-40, 20]
     assert [j.duration for j in inst_on.jobs] == [1, 5] and [j.duration for j in inst_off.jobs] == [0, 5]
     assert inst_on.horizon == 27 and inst_off.horizon == 1  # max(1, -40 + 20 + 0 + 5)
@@ -255,7 +255,7 @@ def test_decisions_are_valid_and_never_worse_than_greedy(seed: int) -> None:
         req = (int(rng.integers(1, 3)), int(rng.integers(0, 3)))
         nodes = best_fit(free, sys_.capacity, req, 1)
         if nodes is not None:
-            running.append(RunningJob(job(f"r{i}", 0, 1, req), 0, int(rng.integers(1, 300)), nodes))
+            running.append(RunningJob(job(f"r{i}", 0, 1, req), 0, int(rng.integers(1, 300)), on(*nodes)))
     queued = [(job(f"q{i}", int(rng.integers(0, 100)), int(rng.integers(1, 4)),
                    (int(rng.integers(1, 3)), int(rng.integers(0, 4)))), int(rng.integers(0, 200))) for i in range(6)]
     snap = snapshot(sys_, queued, running, now=150)

@@ -14,6 +14,8 @@ from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
 from tests.test_pcp19 import INSTANCES, brute_force, check_plan, hand_plan, solve, valid_starts
 
+from .helpers import on
+
 PURE = ("makespan", "tardiness", "late_jobs")
 COMPOSITES = ("mks-wt-nl", "wt-mks-nl", "nl-mks-wt")
 
@@ -153,7 +155,7 @@ def eurora_snapshot() -> Snapshot:
         NodeGroup("gpu", 2, {"core": 16, "mem": 16384, "gpu": 2, "mic": 0}),
         NodeGroup("mic", 1, {"core": 16, "mem": 16384, "gpu": 0, "mic": 2}),
     ])
-    run = RunningJob(Job("r", 0, 2, (8, 4096, 1, 0), 3600, 3600), 0, 3600, (0, 1))
+    run = RunningJob(Job("r", 0, 2, (8, 4096, 1, 0), 3600, 3600), 0, 3600, on(0, 1))
     queued = (
         QueuedJob(Job("long", 100, 2, (16, 8192, 0, 0), 20000, 20000, queue="longpar"), 20000),
         QueuedJob(Job("par", 200, 3, (8, 2048, 1, 0), 3000, 3000, queue="parallel"), 3000),
@@ -161,7 +163,7 @@ def eurora_snapshot() -> Snapshot:
         QueuedJob(Job("dbg2", 950, 1, (8, 1024, 0, 0), 300, 300, queue="debug"), 300),
     )
     free = sys_.capacity.copy()
-    for k in run.nodes:
+    for k in run.alloc.per_unit():
         free[k] -= np.asarray(run.job.req)
     return Snapshot(1000, sys_, queued, (run,), free)
 

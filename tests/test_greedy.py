@@ -14,6 +14,7 @@ from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import make_instance
+from .helpers import on
 from .strategies import systems
 
 # -- builders and brute-force checks ------------------------------------------------------------
@@ -26,7 +27,7 @@ def usage_at(inst: Instance, plan: Plan, t: int, upto: int | None = None) -> np.
     use = np.zeros_like(inst.capacity)
     for r in inst.running:
         if t < max(1, r.remaining):
-            for k in r.nodes:
+            for k in r.alloc.per_unit():
                 use[k] += r.req
     for j in inst.jobs[:upto]:
         s = plan.starts[j.id]
@@ -73,7 +74,7 @@ def instances(draw: st.DrawFn) -> Instance:
         req, units = request(), draw(st.integers(1, 3))
         nodes = best_fit(free, cap, req, units)
         if nodes is not None:
-            running.append(CpRunning(f"r{i}", units, req, draw(st.integers(1, 8)), nodes))
+            running.append(CpRunning(f"r{i}", units, req, draw(st.integers(1, 8)), on(*nodes)))
     jobs = []
     for i in range(draw(st.integers(1, 6))):
         req = request()
@@ -100,7 +101,7 @@ def test_greedy_plan_is_complete_valid_and_earliest(inst: Instance) -> None:
 def test_waits_for_release_and_backfills_beside_it() -> None:
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 4})])
     inst = make_instance(sys_, [CpJob("a", 1, (4,), 3, 0), CpJob("b", 1, (2,), 5, 0), CpJob("c", 1, (2,), 6, 0)],
-                         [CpRunning("r", 1, (2,), 5, (0,))])
+                         [CpRunning("r", 1, (2,), 5, on(0))])
     plan = greedy_plan(inst)
     # b ends when a starts, so it goes now beside the running job; c would collide with a: after it
     assert plan.starts == {"a": 5, "b": 0, "c": 8}
@@ -119,7 +120,7 @@ def test_node_level_feasibility_not_just_totals() -> None:
     """4 free cores in total but 2 per node: a 3-core unit must wait for a whole node."""
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 4})])
     inst = make_instance(sys_, [CpJob("a", 1, (3,), 2, 0)],
-                         [CpRunning("r1", 1, (2,), 4, (0,)), CpRunning("r2", 1, (2,), 7, (1,))])
+                         [CpRunning("r1", 1, (2,), 4, on(0)), CpRunning("r2", 1, (2,), 7, on(1))])
     plan = greedy_plan(inst)
     assert plan.starts == {"a": 4} and plan.nodes == {"a": (0,)}
 
@@ -128,7 +129,7 @@ def test_interval_must_fit_through_later_planned_jobs() -> None:
     """b fits now but would collide with a, planned to start at 2 on the only node: it goes after."""
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 3})])
     inst = make_instance(sys_, [CpJob("a", 1, (3,), 3, 0), CpJob("b", 1, (1,), 5, 0)],
-                         [CpRunning("r", 1, (2,), 2, (0,))])
+                         [CpRunning("r", 1, (2,), 2, on(0))])
     plan = greedy_plan(inst)
     assert plan.starts == {"a": 2, "b": 5}
 
@@ -136,13 +137,13 @@ def test_interval_must_fit_through_later_planned_jobs() -> None:
 def test_zero_duration_occupies_the_present() -> None:
     """Without the clamp a duration may be 0: the job still needs room at its start."""
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 2})])
-    inst = make_instance(sys_, [CpJob("a", 1, (2,), 0, 0)], [CpRunning("r", 1, (1,), 3, (0,))])
+    inst = make_instance(sys_, [CpJob("a", 1, (2,), 0, 0)], [CpRunning("r", 1, (1,), 3, on(0))])
     assert greedy_plan(inst).starts == {"a": 3}
 
 
 def test_multi_unit_job_spreads_and_shares_nodes() -> None:
     sys_ = System.build("t", [NodeGroup("n", 3, {"core": 2, "mem": 4})])
-    inst = make_instance(sys_, [CpJob("a", 5, (1, 1), 2, 0)], [CpRunning("r", 1, (1, 4), 3, (1,))])
+    inst = make_instance(sys_, [CpJob("a", 5, (1, 1), 2, 0)], [CpRunning("r", 1, (1, 4), 3, on(1))])
     plan = greedy_plan(inst)
     assert plan.starts["a"] == 3  # now only 4 units fit (node 1 has no memory left)
     assert sorted(plan.nodes["a"]) == [0, 0, 1, 1, 2]
@@ -178,7 +179,7 @@ def test_large_system_is_fast() -> None:
         units = int(rng.integers(1, 200))
         nodes = best_fit(free, sys_.capacity, (1, 1, 0), units)
         if nodes is not None:
-            running.append(CpRunning(f"r{i}", units, (1, 1, 0), int(rng.integers(1, 80000)), nodes))
+            running.append(CpRunning(f"r{i}", units, (1, 1, 0), int(rng.integers(1, 80000)), on(*nodes)))
     jobs = [CpJob(f"j{i}", int(rng.integers(1, 3000)), (1, int(rng.integers(0, 3)), 0),
                   int(rng.integers(1, 50000)), 0) for i in range(100)]
     inst = Instance(0, sys_, tuple(jobs), tuple(running), free, 10**7)

@@ -27,6 +27,8 @@ from cpdispatch.system import NodeGroup, System
 from cpdispatch.validate import schedule_errors
 from cpdispatch.workloads.base import Workload
 
+from .helpers import on
+
 # -- brute force on the HCP scheduling model ------------------------------------------------------
 
 
@@ -63,7 +65,7 @@ def tiny_instances(draw: st.DrawFn) -> Instance:
         req = (1, draw(st.integers(0, int(sys_.capacity[0, 1]))))
         nodes = best_fit(free, sys_.capacity, req, 1)
         if nodes is not None:
-            running.append(CpRunning(f"r{i}", 1, req, draw(st.integers(1, 3)), nodes))
+            running.append(CpRunning(f"r{i}", 1, req, draw(st.integers(1, 3)), on(*nodes)))
     jobs = []
     n_jobs = draw(st.integers(2, 4))
     for i in range(n_jobs):
@@ -92,7 +94,7 @@ def test_cp_optimum_equals_brute_force(inst: Instance, kind: str) -> None:
 def test_model_respects_totals_and_skips_unrequested_types() -> None:
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2, "gpu": 1})])
     inst = Instance(0, sys_, (CpJob("a", 2, (2, 0), 3, 0), CpJob("b", 1, (1, 0), 1, 0)),
-                    (CpRunning("r", 1, (1, 1), 2, (0,)),), np.array([[1, 0], [2, 1]]), 6)
+                    (CpRunning("r", 1, (1, 1), 2, on(0)),), np.array([[1, 0], [2, 1]]), 6)
     built = HcpModel(inst, "slowdown")
     cumulatives = [c for c in built.model.proto.constraints if c.has_cumulative()]
     assert len(cumulatives) == 1  # no job asks for a GPU
@@ -137,7 +139,7 @@ def test_versions_are_registered_with_their_defaults() -> None:
 def _snapshot(system: System, queued: list[tuple[Job, int]], running: list[RunningJob], now: int = 100) -> Snapshot:
     free = np.array(system.capacity, dtype=np.int64)
     for r in running:
-        for k in r.nodes:
+        for k in r.alloc.per_unit():
             free[k] -= np.asarray(r.job.req)
     free.setflags(write=False)
     return Snapshot(now, system, tuple(QueuedJob(j, p) for j, p in queued), tuple(running), free)
@@ -147,8 +149,8 @@ def test_allocation_skips_jobs_the_nodes_cannot_hold() -> None:
     """Free cores (3, 1): the totals let two 2-core jobs start now, the nodes hold only one. The
     first in priority order is placed by best fit; the other is skipped and stays queued."""
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 4})])
-    running = [RunningJob(Job("r0", 0, 1, (1,), 500, 500), 0, 500, (0,)),
-               RunningJob(Job("r1", 0, 1, (3,), 500, 500), 0, 500, (1,))]
+    running = [RunningJob(Job("r0", 0, 1, (1,), 500, 500), 0, 500, on(0)),
+               RunningJob(Job("r1", 0, 1, (3,), 500, 500), 0, 500, on(1))]
     first, second = Job("first", 50, 1, (2,), 50, 50), Job("second", 90, 1, (2,), 50, 50)
     dec = Hcp3().decide(_snapshot(sys_, [(first, 50), (second, 50)], running))
     assert dec.status == "optimal" and dec.variables
@@ -165,7 +167,7 @@ def test_hcp_base_takes_the_first_jobs_in_queue_order() -> None:
     snap = _snapshot(sys_, jobs, [])
     d = Hcp(q_length=2)
     assert [q.job.id for q in d.select(snap, d.order(snap))] == ["j0", "j1"]  # queue order, not fit-now
-    full = _snapshot(sys_, jobs, [RunningJob(Job("r", 0, 1, (2,), 9, 9), 0, 9, (0,))])
+    full = _snapshot(sys_, jobs, [RunningJob(Job("r", 0, 1, (2,), 9, 9), 0, 9, on(0))])
     assert [q.job.id for q in d.select(full, d.order(full))] == ["j0", "j1"]  # even when nothing fits now
     assert Hcp1().select(full, Hcp1().order(full)) == []
 
@@ -174,8 +176,8 @@ def test_hcp_base_takes_the_first_jobs_in_queue_order() -> None:
 def test_policies_decide_and_never_worsen_the_greedy_plan(policy: str) -> None:
     rng = np.random.default_rng(1)
     sys_ = System.build("t", [NodeGroup("a", 3, {"core": 4, "mem": 8}), NodeGroup("b", 2, {"core": 8, "mem": 4})])
-    running = [RunningJob(Job("r0", 0, 3, (2, 2), 100, 100), 0, 100, (0, 1, 2)),
-               RunningJob(Job("r1", 0, 2, (4, 1), 300, 300), 0, 250, (3, 4))]
+    running = [RunningJob(Job("r0", 0, 3, (2, 2), 100, 100), 0, 100, on(0, 1, 2)),
+               RunningJob(Job("r1", 0, 2, (4, 1), 300, 300), 0, 250, on(3, 4))]
     queued = [(Job(f"q{i}", int(rng.integers(0, 100)), int(rng.integers(1, 4)), (int(rng.integers(1, 4)), 1),
                    100, 100), int(rng.integers(1, 400))) for i in range(8)]
     snap = _snapshot(sys_, queued, running, now=120)

@@ -17,7 +17,7 @@ from cpdispatch.job import Job
 from cpdispatch.snapshot import Decision, RunningJob, Start
 from cpdispatch.system import NodeGroup, System
 
-from .helpers import snapshot
+from .helpers import on, snapshot
 
 #: node 0: 16 cores and 2 GPUs; node 1: 16 cores and 2 MICs (types core, gpu, mic)
 GPU_MIC = System.build("gpu-mic", [NodeGroup("gpu", 1, {"core": 16, "gpu": 2}),
@@ -86,7 +86,7 @@ def blocked_case() -> tuple:
     cores, 100 s) fits now on either node; Y (2 cores + 1 GPU) cannot start before R ends. Best
     fit, demand-aware or not, puts X on the GPU node (fuller, and its GPUs are busy now), which
     delays Y until X ends at 100; with Y in the model, X goes to the MIC node and Y starts at 10."""
-    r = RunningJob(Job("R", 0, 1, (1, 2, 0), 100, 100), 0, 110, (0,))
+    r = RunningJob(Job("R", 0, 1, (1, 2, 0), 100, 100), 0, 110, on(0))
     x = Job("X", 50, 1, (15, 0, 0), 100, 100)
     y = Job("Y", 60, 1, (2, 1, 0), 50, 50)
     return snapshot(GPU_MIC, [(x, 100), (y, 50)], running=(r,))

@@ -72,7 +72,7 @@ def _visible(s: Snapshot) -> tuple[Any, ...]:
     return (
         s.time, s.system.types, s.system.node_names, s.system.capacity.tolist(),
         tuple((job(q.job), q.predicted) for q in s.queued),
-        tuple((job(r.job), r.start, r.predicted, r.nodes) for r in s.running),
+        tuple((job(r.job), r.start, r.predicted, r.alloc.per_unit()) for r in s.running),
         s.free.tolist(),
     )
 

@@ -10,6 +10,8 @@ from cpdispatch.metrics import job_arrays, queue_timeline, summarize, utilizatio
 from cpdispatch.records import DecisionRecord, JobRecord, SimulationResult
 from cpdispatch.system import NodeGroup, System
 
+from .helpers import on
+
 
 def two_nodes() -> System:
     return System.build("tiny", [NodeGroup("n", 2, {"core": 4, "mem": 100})])
@@ -25,11 +27,11 @@ def sample_result() -> SimulationResult:
     d = Job("d", 40, 3, (8, 0), None, 7, user="u1")
     e = Job("e", 50, 1, (1, 20), 100, 500, user="u3")
     records = [
-        JobRecord(a, "completed", 0, 100, 200, (0, 0)),
-        JobRecord(b, "completed", 30, 30, 60, (1,)),
-        JobRecord(c, "completed", 100, 105, 10, (0,)),
+        JobRecord(a, "completed", 0, 100, 200, on(0, 0)),
+        JobRecord(b, "completed", 30, 30, 60, on(1)),
+        JobRecord(c, "completed", 100, 105, 10, on(0)),
         JobRecord(d, "rejected", reason="does not fit on the empty system"),
-        JobRecord(e, "killed", 100, 200, 100, (1,), reason="walltime reached"),
+        JobRecord(e, "killed", 100, 200, 100, on(1), reason="walltime reached"),
     ]
     decisions = [
         DecisionRecord(0, 1, 0, 1, 1.0, 0.5, "heuristic"),
@@ -72,7 +74,7 @@ def test_slowdowns() -> None:
 
 def test_runtime_zero_without_wait_has_slowdown_one() -> None:
     j = Job("z", 7, 1, (1, 1), 10, 0)
-    res = SimulationResult(two_nodes(), "fifo", "real", [JobRecord(j, "completed", 7, 7, 0, (0,))], [])
+    res = SimulationResult(two_nodes(), "fifo", "real", [JobRecord(j, "completed", 7, 7, 0, on(0))], [])
     s = summarize(res)
     assert s["avg_slowdown"] == 1.0 and s["avg_bounded_slowdown"] == 1.0
 

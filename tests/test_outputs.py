@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cpdispatch.job import Job
 from cpdispatch.metrics import summarize
-from cpdispatch.outputs import schedule_columns, write_outputs
+from cpdispatch.outputs import schedule_columns, write_outputs, write_schedule
 from cpdispatch.records import DecisionRecord, JobRecord, SimulationResult
 
 from .test_metrics import empty_result, sample_result, two_nodes
@@ -116,3 +116,9 @@ def test_quoting_matches_csv_writer(tmp_path: Path) -> None:
     assert (rows[0]["job_id"], rows[0]["user"], rows[0]["reason"]) == (j.id, j.user, rec.reason)
     d = _rows(tmp_path / "decisions.csv")[0]
     assert (d["wall_ms"], d["cpu_ms"], d["status"]) == ("0.000", "0.000", "odd,status")
+
+
+def test_schedule_written_in_batches_is_the_same_file(tmp_path: Path) -> None:
+    write_schedule(sample_result(), tmp_path / "one.csv")
+    write_schedule(sample_result(), tmp_path / "batched.csv", batch=2)
+    assert (tmp_path / "one.csv").read_bytes() == (tmp_path / "batched.csv").read_bytes()

@@ -19,6 +19,7 @@ from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import allocations, feasible_allocation, load_ok, solve
+from .helpers import on
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
@@ -29,7 +30,7 @@ KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -> Instance:
     free = system.capacity.copy()
     for r in running:
-        for k in r.nodes:
+        for k in r.alloc.per_unit():
             free[k] -= np.asarray(r.req)
     horizon = sum(max(0, r.remaining) for r in running) + sum(j.duration for j in jobs)
     return Instance(0, system, tuple(jobs), tuple(running), free, horizon)
@@ -38,7 +39,7 @@ def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -
 def inst_gpu() -> Instance:
     """3 heterogeneous nodes (one with a GPU), a running job on two nodes, a 3-unit job."""
     sys_ = System.build("t", [NodeGroup("g", 1, {"core": 4, "gpu": 1}), NodeGroup("c", 2, {"core": 2, "gpu": 0})])
-    running = [CpRunning("r1", 2, (1, 0), 3, (0, 1))]
+    running = [CpRunning("r1", 2, (1, 0), 3, on(0, 1))]
     jobs = [
         CpJob("j1", 3, (1, 0), 2, 5, 4),
         CpJob("j2", 1, (2, 1), 3, 0, 4),
@@ -50,7 +51,7 @@ def inst_gpu() -> Instance:
 def inst_mem() -> Instance:
     """2 nodes with cores and memory, 4 jobs (one 2-unit, one already late), a running job."""
     sys_ = System.build("t", [NodeGroup("big", 1, {"core": 4, "mem": 8}), NodeGroup("small", 1, {"core": 2, "mem": 8})])
-    running = [CpRunning("r1", 1, (2, 2), 2, (1,))]
+    running = [CpRunning("r1", 1, (2, 2), 2, on(1))]
     jobs = [
         CpJob("a", 2, (2, 4), 2, 3, 2),
         CpJob("b", 1, (1, 2), 1, 0, 1),
@@ -63,7 +64,7 @@ def inst_mem() -> Instance:
 def inst_spread() -> Instance:
     """3 nodes, a 4-unit job that must span nodes and units sharing a node, two running jobs."""
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2}), NodeGroup("m", 1, {"core": 3})])
-    running = [CpRunning("r1", 1, (2,), 2, (0,)), CpRunning("r2", 1, (1,), 1, (2,))]
+    running = [CpRunning("r1", 1, (2,), 2, on(0)), CpRunning("r2", 1, (1,), 1, on(2))]
     jobs = [
         CpJob("x", 4, (1,), 2, 2, 2),
         CpJob("y", 1, (2,), 1, 0, 3),
@@ -210,7 +211,7 @@ def test_free_now_restricts_candidate_nodes() -> None:
 
 def test_jobs_without_room_now_are_dropped() -> None:
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2})])
-    running = [CpRunning("r", 2, (2,), 5, (0, 1))]
+    running = [CpRunning("r", 2, (2,), 5, on(0, 1))]
     inst = make_instance(sys_, [CpJob("a", 1, (1,), 2, 0)], running)
     bm = PerNodeModel(inst, "slowdown", free_now=True)
     assert bm.dropped == ["a"] and not bm.start_vars
@@ -226,7 +227,7 @@ def test_unclamped_running_job_holds_its_nodes_now_but_shrinks_the_horizon() -> 
     now (length >= 1, so a job planned at 0 really fits), but the horizon shrinks (the paper's
     effect): with two queued jobs that must run one after the other, the instance is infeasible."""
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 2})])
-    run = CpRunning("r", 1, (2,), -4, (0,))
+    run = CpRunning("r", 1, (2,), -4, on(0))
     one = Instance(0, sys_, (CpJob("a", 1, (2,), 3, 0),), (run,), np.zeros((1, 1), dtype=np.int64), 1)
     bm = PerNodeModel(one, "slowdown", free_now=False)
     solver, status = solve(bm)
@@ -281,8 +282,8 @@ def test_variable_count_grows_with_the_number_of_nodes() -> None:
 def test_restricted_greedy_random_instances(seed: int) -> None:
     rng = np.random.default_rng(seed)
     sys_ = System.build("t", [NodeGroup("a", 2, {"core": 4, "gpu": 1}), NodeGroup("b", 3, {"core": 2, "gpu": 0})])
-    running = [CpRunning("r0", 2, (1, 0), int(rng.integers(1, 6)), (0, 2)),
-               CpRunning("r1", 1, (2, 1), int(rng.integers(1, 6)), (1,))]
+    running = [CpRunning("r0", 2, (1, 0), int(rng.integers(1, 6)), on(0, 2)),
+               CpRunning("r1", 1, (2, 1), int(rng.integers(1, 6)), on(1))]
     jobs = [
         CpJob(f"j{i}", int(rng.integers(1, 4)), (int(rng.integers(1, 3)), int(rng.random() < 0.3)),
               int(rng.integers(1, 5)), int(rng.integers(0, 5)), 3)
@@ -308,7 +309,7 @@ def snapshot_congested() -> Snapshot:
     sys_ = System.build("t", [NodeGroup("g", 1, {"core": 4, "gpu": 1}), NodeGroup("c", 2, {"core": 2, "gpu": 0})])
     r1 = Job("r1", 0, 2, (1, 0), 100, 100)
     r2 = Job("r2", 0, 1, (2, 1), 100, 100)
-    running = (RunningJob(r1, 0, 100, (0, 1)), RunningJob(r2, 10, 50, (0,)))
+    running = (RunningJob(r1, 0, 100, on(0, 1)), RunningJob(r2, 10, 50, on(0)))
     queued = (
         QueuedJob(Job("q1", 20, 3, (1, 0), 60, 60, queue="debug"), 60),
         QueuedJob(Job("q2", 30, 1, (2, 1), 300, 300, queue="parallel"), 300),
@@ -317,7 +318,7 @@ def snapshot_congested() -> Snapshot:
     )
     free = sys_.capacity.copy()
     for r in running:
-        for k in r.nodes:
+        for k in r.alloc.per_unit():
             free[k] -= np.asarray(r.job.req)
     return Snapshot(50, sys_, queued, running, free)
 
@@ -369,7 +370,7 @@ def test_pcp_base_nothing_can_start_now() -> None:
     """Every node full now: the base version plans everything later, dispatches nothing, and the
     run does not count as solved (nothing can start), so the queue length is halved."""
     snap = snapshot_congested()
-    filler = RunningJob(Job("r3", 0, 4, (1, 0), 100, 100), 0, 70, (0, 1, 2, 2))
+    filler = RunningJob(Job("r3", 0, 4, (1, 0), 100, 100), 0, 70, on(0, 1, 2, 2))
     blocked = Snapshot(snap.time, snap.system, snap.queued, (*snap.running, filler), np.zeros_like(snap.free))
     disp = make_dispatcher("pcp", {"time_policy": "paper"})
     decision = disp.decide(blocked)

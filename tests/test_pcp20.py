@@ -19,6 +19,7 @@ from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, solve
+from .helpers import on
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 
@@ -30,7 +31,7 @@ KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
 def inst_gpu() -> Instance:
     """3 heterogeneous nodes (one GPU node), a running job on two nodes, a 3-unit job."""
     sys_ = System.build("t", [NodeGroup("g", 1, {"core": 4, "gpu": 1}), NodeGroup("c", 2, {"core": 2, "gpu": 0})])
-    running = [CpRunning("r1", 2, (1, 0), 3, (0, 1))]
+    running = [CpRunning("r1", 2, (1, 0), 3, on(0, 1))]
     jobs = [CpJob("j1", 3, (1, 0), 2, 5, 4), CpJob("j2", 1, (2, 1), 3, 0, 4), CpJob("j3", 2, (2, 0), 1, 1, 2)]
     return make_instance(sys_, jobs, running)
 
@@ -38,7 +39,7 @@ def inst_gpu() -> Instance:
 def inst_mem() -> Instance:
     """2 nodes with cores and memory (multi-type units: same node), a 2-unit job, a running job."""
     sys_ = System.build("t", [NodeGroup("big", 1, {"core": 4, "mem": 8}), NodeGroup("small", 1, {"core": 2, "mem": 8})])
-    running = [CpRunning("r1", 1, (2, 2), 2, (1,))]
+    running = [CpRunning("r1", 1, (2, 2), 2, on(1))]
     jobs = [CpJob("a", 2, (2, 4), 2, 3, 2), CpJob("b", 1, (1, 2), 1, 0, 1), CpJob("c", 1, (2, 1), 2, 6, 3)]
     return make_instance(sys_, jobs, running)
 
@@ -46,7 +47,7 @@ def inst_mem() -> Instance:
 def inst_spread() -> Instance:
     """3 nodes, a 4-unit job that must span nodes with units sharing a node, two running jobs."""
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2}), NodeGroup("m", 1, {"core": 3})])
-    running = [CpRunning("r1", 1, (2,), 2, (0,)), CpRunning("r2", 1, (1,), 1, (2,))]
+    running = [CpRunning("r1", 1, (2,), 2, on(0)), CpRunning("r2", 1, (1,), 1, on(2))]
     jobs = [CpJob("x", 4, (1,), 2, 2, 2), CpJob("y", 1, (2,), 1, 0, 3), CpJob("z", 2, (1,), 1, 4, 3)]
     return make_instance(sys_, jobs, running)
 
@@ -58,7 +59,7 @@ def inst_three_types() -> Instance:
         NodeGroup("b", 1, {"core": 3, "mem": 6, "gpu": 2}),
         NodeGroup("c", 1, {"core": 4, "mem": 4, "gpu": 0}),
     ])
-    running = [CpRunning("r1", 1, (1, 2, 1), 2, (1,)), CpRunning("r2", 2, (1, 1, 0), 1, (0, 2))]
+    running = [CpRunning("r1", 1, (1, 2, 1), 2, on(1)), CpRunning("r2", 2, (1, 1, 0), 1, on(0, 2))]
     jobs = [CpJob("p", 2, (2, 2, 0), 2, 4, 3), CpJob("q", 1, (1, 3, 1), 1, 1, 2), CpJob("w", 3, (1, 1, 0), 2, 0, 5)]
     return make_instance(sys_, jobs, running)
 
@@ -66,7 +67,7 @@ def inst_three_types() -> Instance:
 def inst_fluid() -> Instance:
     """Only units of 1 core (a fluid type: the cumulative is exact), on nodes of 3, 2 and 2 cores."""
     sys_ = System.build("t", [NodeGroup("m", 1, {"core": 3, "gpu": 0}), NodeGroup("n", 2, {"core": 2, "gpu": 1})])
-    running = [CpRunning("r1", 3, (1, 0), 2, (0, 0, 1)), CpRunning("r2", 1, (1, 1), 1, (2,))]
+    running = [CpRunning("r1", 3, (1, 0), 2, on(0, 0, 1)), CpRunning("r2", 1, (1, 1), 1, on(2))]
     jobs = [CpJob("f", 4, (1, 0), 2, 3, 2), CpJob("g", 2, (1, 0), 1, 0, 3), CpJob("h", 3, (1, 0), 2, 5, 3)]
     return make_instance(sys_, jobs, running)
 
@@ -90,7 +91,7 @@ def random_instance(seed: int) -> Instance:
         req = (1, rnd.choice([0, 1]), 0)
         if (free[k] >= req).all():
             free[k] -= req
-            running.append(CpRunning(f"r{i}", 1, req, rnd.randint(1, 3), (k,)))
+            running.append(CpRunning(f"r{i}", 1, req, rnd.randint(1, 3), on(k)))
     jobs = []
     for i in range(rnd.randint(2, 3)):
         while True:
@@ -197,7 +198,7 @@ def random_fluid_instance(seed: int) -> Instance:
         k = rnd.randrange(sys_.n_nodes)
         if free[k, 0] > 0:
             free[k, 0] -= 1
-            running.append(CpRunning(f"r{i}", 1, (1,), rnd.randint(1, 3), (k,)))
+            running.append(CpRunning(f"r{i}", 1, (1,), rnd.randint(1, 3), on(k)))
     total = int(sys_.capacity.sum())
     jobs = [CpJob(f"j{i}", rnd.randint(1, min(4, total)), (1,), rnd.randint(1, 3), rnd.randint(0, 5))
             for i in range(rnd.randint(2, 3))]
@@ -223,7 +224,7 @@ def test_fluid_model_has_one_variable_per_job() -> None:
     curie = System.build("c", [NodeGroup("thin", 50, {"core": 16, "mem": 65536, "gpu": 0}),
                                NodeGroup("hybrid", 5, {"core": 8, "mem": 24576, "gpu": 2})])
     jobs = [CpJob(f"j{i}", 1 + 37 * i, (1, 0, 0), 100 + i, 0) for i in range(10)]
-    running = [CpRunning("r", 20, (1, 0, 0), 30, tuple(range(20)))]
+    running = [CpRunning("r", 20, (1, 0, 0), 30, on(*range(20)))]
     bm = Pcp20Model(make_instance(curie, jobs, running), "slowdown")
     assert bm.variables == len(jobs) and bm.fluid_types == {0}
     solver, status = solve(bm)
@@ -259,7 +260,7 @@ def _sized(per_group: int, **options: bool) -> Pcp20Model:
     ])
     reqs = [(1, 0, 0, 0), (4, 1024, 0, 0), (2, 512, 1, 0), (8, 0, 0, 1), (1, 100, 0, 0)]
     jobs = [CpJob(f"j{i}", 1 + i % 5, reqs[i % len(reqs)], 100 + 10 * i, 0) for i in range(15)]
-    running = [CpRunning(f"r{i}", 2, (2, 1024, i % 2, 0), 50 + i, (i, i + 1)) for i in range(6)]
+    running = [CpRunning(f"r{i}", 2, (2, 1024, i % 2, 0), 50 + i, on(i, i + 1)) for i in range(6)]
     return Pcp20Model(make_instance(sys_, jobs, running), "slowdown", **options)
 
 
@@ -286,10 +287,10 @@ def test_one_box_per_node_run_of_a_running_job() -> None:
     stacked on one node merge too."""
     sys_ = System.build("t", [NodeGroup("n", 8, {"core": 4})])
     running = [
-        CpRunning("whole", 12, (1,), 5, (0,) * 4 + (1,) * 4 + (2,) * 4),
-        CpRunning("a", 1, (2,), 3, (5,)),
-        CpRunning("b", 1, (1,), 3, (5,)),
-        CpRunning("c", 1, (1,), 7, (5,)),
+        CpRunning("whole", 12, (1,), 5, on(*(0,) * 4, *(1,) * 4, *(2,) * 4)),
+        CpRunning("a", 1, (2,), 3, on(5)),
+        CpRunning("b", 1, (1,), 3, on(5)),
+        CpRunning("c", 1, (1,), 7, on(5)),
     ]
     inst = make_instance(sys_, [CpJob("q", 2, (1,), 2, 0)], running)
     bm = Pcp20Model(inst, "slowdown", fluid=False)
@@ -323,7 +324,7 @@ def tiny_instances(draw: st.DrawFn) -> Instance:
             ok &= bool((work[k] >= 0).all())
         if ok:
             free = work
-            running.append(CpRunning(f"r{i}", len(nodes), req, draw(st.integers(1, 6)), nodes))
+            running.append(CpRunning(f"r{i}", len(nodes), req, draw(st.integers(1, 6)), on(*nodes)))
     jobs = []
     for i in range(draw(st.integers(1, 5))):
         req = (draw(st.integers(1, 3)), draw(st.sampled_from([0, 0, 1, 3])), draw(st.sampled_from([0, 0, 1])))
@@ -485,7 +486,7 @@ def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
     )
     free = np.array(sys_.capacity)
     free[0] -= (4, 4)
-    snap = Snapshot(10, sys_, queued, (RunningJob(run, 0, 20, (0, 0)),), free)
+    snap = Snapshot(10, sys_, queued, (RunningJob(run, 0, 20, on(0, 0)),), free)
     decision = make_dispatcher("pcp20", {"max_units": str(max_units)}).decide(snap)
     work = free.copy()
     for s in decision.starts:

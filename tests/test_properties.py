@@ -30,7 +30,7 @@ def _names() -> list[str]:
 
 
 def _fingerprint(result):  # type: ignore[no-untyped-def]
-    return [(r.job.id, r.status, r.start, r.end, r.nodes, r.reason) for r in result.records]
+    return [(r.job.id, r.status, r.start, r.end, r.alloc.per_unit(), r.reason) for r in result.records]
 
 
 @pytest.mark.parametrize("name", _names())

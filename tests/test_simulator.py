@@ -73,7 +73,7 @@ def test_wrong_unit_count_refused() -> None:
     result = run(s, workload(job("a", 0, 5, units=2)), disp)
     assert "1 nodes given for 2 units" in result.refused[0]
     a = result.records[0]
-    assert (a.start, a.end, a.nodes) == (1, 6, (0, 1))
+    assert (a.start, a.end, a.alloc.per_unit()) == (1, 6, (0, 1))
 
 
 def test_job_larger_than_system_rejected_at_submission() -> None:
@@ -224,5 +224,5 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
         for wrap in (False, True):
             easy = make_dispatcher("easy", {"allocator": alloc})
             res = run(s, workload(*jobs), AsTuple(easy) if wrap else easy, predictor=predictor)
-            schedules.append([(r.job.id, r.start, r.nodes) for r in res.records])
+            schedules.append([(r.job.id, r.start, r.alloc.per_unit()) for r in res.records])
         assert schedules[0] == schedules[1]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from cpdispatch.records import JobRecord, SimulationResult
+from cpdispatch.snapshot import Allocation
 from cpdispatch.validate import schedule_errors
 
-from .helpers import job, system
+from .helpers import job, on, system
 
 
 def result(*records: JobRecord, kill: bool = False) -> SimulationResult:
@@ -14,7 +15,7 @@ def result(*records: JobRecord, kill: bool = False) -> SimulationResult:
 
 
 def rec(j, status="completed", start=None, end=None, nodes=(), reason=""):  # type: ignore[no-untyped-def]
-    return JobRecord(j, status=status, start=start, end=end, nodes=nodes, reason=reason)
+    return JobRecord(j, status=status, start=start, end=end, alloc=on(*nodes), reason=reason)
 
 
 def test_valid_schedule_passes() -> None:
@@ -57,3 +58,11 @@ def test_kill_rules() -> None:
     assert schedule_errors(result(rec(long, status="killed", start=0, end=10, nodes=(0,)), kill=True)) == []
     assert "killed but should not be" in schedule_errors(result(rec(long, status="killed", start=0, end=10,
                                                                     nodes=(0,))))[0]
+
+
+def test_malformed_allocations_are_caught() -> None:
+    a = job("a", 0, 10, units=2, req=(1, 0))
+    for alloc in (Allocation((0, 0), (1, 1)), Allocation((0, 5), (1, 1)), Allocation((0, 1), (2, 0)),
+                  Allocation((0,), (1,))):
+        rec_a = JobRecord(a, status="completed", start=0, end=10, alloc=alloc)
+        assert schedule_errors(result(rec_a))[0].startswith("job a: "), alloc

@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import CpdispatchError, InputError
 from .job import Job
-from .snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from .snapshot import Allocation, Decision, QueuedJob, RunningJob, Snapshot, Start
 from .system import System, parse_system
 
 FORMAT = 1
@@ -78,7 +78,7 @@ def _queued_row(q: QueuedJob) -> str:
 def _running_row(r: RunningJob) -> str:
     j = r.job
     return _dumps([j.id, j.submit, j.units, j.req, j.walltime, j.estimate, j.user, j.name, j.queue,
-                   r.start, r.predicted, r.nodes])
+                   r.start, r.predicted, r.alloc.per_unit()])
 
 
 def _rows(items: Iterable[Any], cache: dict[str, tuple[object, str]], make: Callable[[Any], str]
@@ -237,7 +237,7 @@ class _Reader:
         self.used = np.zeros_like(system.capacity, dtype=np.int64)  # by self.running
 
     def _use(self, r: RunningJob, sign: int) -> None:
-        np.add.at(self.used, np.asarray(r.nodes, dtype=np.int64), sign * np.asarray(r.job.req, dtype=np.int64))
+        self.used[list(r.alloc.nodes)] += sign * np.outer(r.alloc.counts, r.job.req)
 
     def snapshot(self, rec: dict[str, Any]) -> Snapshot:
         system = self.system
@@ -289,7 +289,8 @@ class _Reader:
         for n in nodes:
             if type(n) is not int or not 0 <= n < n_nodes:
                 raise _Bad(f"{where}.nodes", f"node index {n!r} out of range 0..{n_nodes - 1}")
-        return RunningJob(job, _int(row[9], f"{where}.start"), _int(row[10], f"{where}.predicted"), tuple(nodes))
+        return RunningJob(job, _int(row[9], f"{where}.start"), _int(row[10], f"{where}.predicted"),
+                          Allocation.of_units(nodes))
 
     def instance(self, text: str, path: str, lineno: int, index: int) -> RecordedInstance:
         try:

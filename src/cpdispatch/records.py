@@ -7,20 +7,21 @@ from typing import Any
 
 from .errors import InputError
 from .job import Job
+from .snapshot import Allocation
 from .system import System
 
 
 @dataclass(slots=True)
 class JobRecord:
-    """The fate of one job. `start`/`end` are None for rejected jobs; `nodes` has one node index
-    per unit; `predicted` is the duration the dispatcher saw when the job started."""
+    """The fate of one job. `start`/`end` are None for rejected jobs; `alloc` is where it ran;
+    `predicted` is the duration the dispatcher saw when the job started."""
 
     job: Job
     status: str = "queued"  # completed | killed | rejected (queued/running only mid-run)
     start: int | None = None
     end: int | None = None
     predicted: int | None = None
-    nodes: tuple[int, ...] = ()
+    alloc: Allocation = Allocation()
     reason: str = ""
 
     @property

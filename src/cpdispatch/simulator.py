@@ -27,7 +27,7 @@ from .gcpause import rare_gc
 from .job import Job
 from .predictors.base import Predictor
 from .records import DecisionRecord, JobRecord, SimulationResult
-from .snapshot import Decision, LiveView, QueuedJob, RunningJob, Snapshot, Start
+from .snapshot import Allocation, Decision, LiveView, QueuedJob, RunningJob, Snapshot, Start
 from .system import System
 from .workloads.base import Workload
 
@@ -153,17 +153,17 @@ class Simulator:
 
     def _complete(self, job_id: str, now: int) -> None:
         run = self.running.pop(job_id)
-        self._release(run.job, run.nodes)
+        self._release(run.job, run.alloc)
         rec = self.records[self.index[job_id]]
         assert rec.start is not None
         self.predictor.observe(run.job, now - rec.start, now)
 
-    def _release(self, job: Job, nodes: tuple[int, ...]) -> None:
-        keys, counts = _group(nodes)
-        if len(keys) == 1:  # one node (most jobs): a row update without index arrays
-            self.free[keys[0]] += [counts[0] * a for a in job.req]
+    def _release(self, job: Job, alloc: Allocation) -> None:
+        nodes, counts = alloc.nodes, alloc.counts
+        if len(nodes) == 1:  # one node (most jobs): a row update without index arrays
+            self.free[nodes[0]] += [counts[0] * a for a in job.req]
         else:
-            self.free[keys] += np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
+            self.free[list(nodes)] += np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
 
     def _correct_overruns(self, now: int) -> None:
         """Give running jobs that outlived their prediction a new one (e.g. Tsafrir's correction)."""
@@ -175,7 +175,7 @@ class Simulator:
             elapsed = now - run.start
             new = int(self.predictor.extend(run.job, elapsed, run.predicted))
             if new > elapsed:
-                self.running.put(job_id, RunningJob(run.job, run.start, new, run.nodes))
+                self.running.put(job_id, RunningJob(run.job, run.start, new, run.alloc))
                 self._push(self.overruns, run.start + new, job_id)
 
     def _push(self, heap: list[tuple[int, int, str]], when: int, job_id: str) -> None:
@@ -228,39 +228,40 @@ class Simulator:
             if isinstance(checked, str):
                 self.refused.append(f"t={now}: start of job {start.job_id} refused: {checked}")
                 continue
-            queued, uniq, need = checked
+            queued, alloc, need = checked
             job = queued.job
-            self.free[uniq] -= need
+            self.free[alloc.nodes[0] if len(alloc.nodes) == 1 else list(alloc.nodes)] -= need
             self.queue.pop(job.id)
             taken += 1
             rec = self.records[self.index[job.id]]
-            # node indices as the shared int objects of `_node_ints`: 8 bytes per unit instead of
-            # 36 (CEA-Curie jobs have up to 80,000 units; records keep them for the whole run)
-            rec.start, rec.predicted = start_at, queued.predicted
-            rec.nodes = tuple(map(self._node_ints.__getitem__, start.nodes))
+            rec.start, rec.predicted, rec.alloc = start_at, queued.predicted, alloc
             end, rec.status = start_at + job.runtime, "completed"
             wt = job.walltime
             if self.options.kill_at_walltime and wt is not None and job.runtime > wt:
                 end, rec.status = start_at + wt, "killed"
                 rec.reason = f"killed at its walltime of {wt} s (real run time {job.runtime} s)"
             rec.end = end
-            self.running.put(job.id, RunningJob(job, start_at, queued.predicted, rec.nodes))
+            self.running.put(job.id, RunningJob(job, start_at, queued.predicted, alloc))
             self._push(self.completions, end, job.id)
             if self.predictor.corrects_running:
                 self._push(self.overruns, start_at + queued.predicted, job.id)
         return taken
 
-    def _check(self, start: Start) -> tuple[QueuedJob, np.ndarray | int, np.ndarray | list[int]] | str:
-        """The queued job, its nodes and per-node demand (one node: its index and a list); or why
-        the start cannot be applied."""
+    def _check(self, start: Start) -> tuple[QueuedJob, Allocation, np.ndarray | list[int]] | str:
+        """The queued job, its allocation and the demand per node of it (one node: a list); or
+        why the start cannot be applied."""
         queued = self.queue.items.get(start.job_id)
         if queued is None:
             return "job is not queued (or started twice)"
         job = queued.job
         if len(start.nodes) != job.units:
             return f"{len(start.nodes)} nodes given for {job.units} units"
-        keys, counts = _group(start.nodes)
         n_nodes = self.system.n_nodes
+        if len(start.nodes) == 1:
+            keys, counts = [start.nodes[0]], [1]
+        else:
+            pairs = Counter(start.nodes)
+            keys, counts = list(pairs), list(pairs.values())
         for node in keys:
             if not (isinstance(node, int | np.integer) and 0 <= node < n_nodes):
                 return f"no node with index {node!r} (node indices are 0..{n_nodes - 1})"
@@ -270,14 +271,17 @@ class Simulator:
             for t, (have, want) in enumerate(zip(self.free[node].tolist(), need1)):
                 if have < want:
                     return self._short(node, t, counts[0], want)
-            return queued, node, need1
-        uniq = np.asarray(keys, dtype=np.int64)
-        need = np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
+            # node indices as the shared int objects of `_node_ints` (records keep them all run)
+            return queued, Allocation((self._node_ints[node],), (counts[0],)), need1
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        uniq = np.asarray([keys[i] for i in order], dtype=np.int64)
+        count = [counts[i] for i in order]
+        need = np.asarray(count, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
         short = self.free[uniq] < need
         if short.any():
             i, t = (int(x) for x in np.argwhere(short)[0])
-            return self._short(int(uniq[i]), t, counts[i], int(need[i, t]))
-        return queued, uniq, need
+            return self._short(int(uniq[i]), t, count[i], int(need[i, t]))
+        return queued, Allocation(tuple(map(self._node_ints.__getitem__, uniq.tolist())), tuple(count)), need
 
     def _short(self, node: int, t: int, units: int, need: int) -> str:
         return (
@@ -364,14 +368,6 @@ class Simulator:
             sim_wall_s=wall,
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         )
-
-
-def _group(nodes: tuple[int, ...]) -> tuple[list[int], list[int]]:
-    """Distinct nodes and the number of units on each (much cheaper than np.unique on short lists)."""
-    if len(nodes) == 1:
-        return [nodes[0]], [1]
-    counts = Counter(nodes)
-    return list(counts), list(counts.values())
 
 
 def simulate(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -21,13 +22,44 @@ class QueuedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class Allocation:
+    """Where a job runs: distinct node indices, ascending, and the number of units on each.
+
+    Kept per node, not per unit, because jobs and records hold it for the whole run: a CEA-Curie
+    job has up to 80,000 units on a few thousand nodes, and the trace has 218 million units.
+    """
+
+    nodes: tuple[int, ...] = ()
+    counts: tuple[int, ...] = ()
+
+    @classmethod
+    def of_units(cls, per_unit: Iterable[int]) -> Allocation:
+        """The allocation of units placed on `per_unit[i]` (a node repeats for units sharing it)."""
+        per_unit = tuple(per_unit)
+        if len(per_unit) == 1:
+            return cls((int(per_unit[0]),), (1,))
+        pairs = sorted(Counter(int(n) for n in per_unit).items())
+        return cls(tuple(n for n, _ in pairs), tuple(c for _, c in pairs))
+
+    @property
+    def units(self) -> int:
+        return sum(self.counts)
+
+    def per_unit(self) -> tuple[int, ...]:
+        """One node index per unit (node order): the form `Start` and schedule.csv use."""
+        if len(self.nodes) == 1:
+            return (self.nodes[0],) * self.counts[0]
+        return tuple(n for n, c in zip(self.nodes, self.counts) for _ in range(c))
+
+
+@dataclass(frozen=True, slots=True)
 class RunningJob:
-    """A running job: start, predicted duration from its start, node index of each unit."""
+    """A running job: start, predicted duration from its start, and its nodes."""
 
     job: Job
     start: int
     predicted: int
-    nodes: tuple[int, ...]
+    alloc: Allocation
 
     @property
     def predicted_end(self) -> int:

@@ -53,13 +53,17 @@ def schedule_errors(result: SimulationResult, kill_at_walltime: bool | None = No
             errors.append(f"job {job.id}: outlived its walltime without being killed")
         if rec.end - rec.start != expected:
             errors.append(f"job {job.id}: ran {rec.end - rec.start} s, expected {expected} s")
-        if len(rec.nodes) != job.units:
-            errors.append(f"job {job.id}: {len(rec.nodes)} nodes for {job.units} units")
+        alloc = rec.alloc
+        if alloc.units != job.units or len(alloc.nodes) != len(alloc.counts):
+            errors.append(f"job {job.id}: {alloc.units} units placed for {job.units}")
+            continue
+        if (len(set(alloc.nodes)) != len(alloc.nodes) or min(alloc.counts, default=1) < 1
+                or not all(0 <= n < result.system.n_nodes for n in alloc.nodes)):
+            errors.append(f"job {job.id}: invalid allocation {alloc} (a node repeated, empty or unknown)")
             continue
         if rec.end == rec.start:
             continue  # uses nothing over time
-        uniq, counts = np.unique(np.asarray(rec.nodes, dtype=np.int64), return_counts=True)
-        for node, k in zip(uniq.tolist(), counts.tolist()):
+        for node, k in zip(alloc.nodes, alloc.counts):
             amount = tuple(k * a for a in job.req)
             node_ev += [node, node]
             time_ev += [rec.start, rec.end]

@@ -35,8 +35,8 @@ _IN_ORDER = np.zeros(0, dtype=np.int64)
 
 class RunningCache:
     """Running jobs as arrays kept across calls, one entry per job (`live` ones, and dead ones not
-    yet compacted away): predicted end, per-unit request (jobs x types), its units as runs of
-    units on one node ("pairs": node and count, in unit order; `pairs` runs from `first`), and
+    yet compacted away): predicted end, per-unit request (jobs x types), its allocation
+    ("pairs": node and count, `pairs` of them from `first`), and
     the entries in order of predicted end (`by_end`: sorted up to `sorted[0]`; the compiled pass
     inserts the newer ones, so no call sorts all running jobs).
 
@@ -100,12 +100,14 @@ class RunningCache:
         if not new:
             return
         k, n, m = len(new), self.n, self.n_pairs
-        node: Sequence[int] | np.ndarray
-        count: Sequence[int] | np.ndarray
-        if k == 1 and len(new[0].nodes) <= 64:  # one start (the usual call): no numpy conversions
-            node, count = _runs_of(new[0].nodes)
+        node: Sequence[int]
+        count: Sequence[int]
+        if k == 1:  # one start (the usual call)
+            node, count = new[0].alloc.nodes, new[0].alloc.counts
         else:
-            pairs, node, count = _runs([r.nodes for r in new])
+            pairs = [len(r.alloc.nodes) for r in new]
+            node = list(chain.from_iterable(r.alloc.nodes for r in new))
+            count = list(chain.from_iterable(r.alloc.counts for r in new))
         p = len(node)
         if n + k > len(self._end):
             cap = max(2 * (n + k), 64)
@@ -156,50 +158,6 @@ def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     out = np.zeros((cap, *a.shape[1:]), dtype=a.dtype)
     out[: len(a)] = a
     return out
-
-
-def _runs_of(units: tuple[int, ...]) -> tuple[list[int], list[int]]:
-    """One job's units as runs on one node: each run's node and number of units."""
-    node: list[int] = []
-    count: list[int] = []
-    last = None
-    for n in units:
-        if n == last:
-            count[-1] += 1
-        else:
-            node.append(n)
-            count.append(1)
-            last = n
-    return node, count
-
-
-def _runs(nodes: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The units of jobs (their nodes) as runs of consecutive units on one node: runs per job, and
-    each run's node and number of units."""
-    counts = [len(n) for n in nodes]
-    total = sum(counts)
-    if total <= 64:  # a plain loop is cheaper on a few units
-        per_job: list[int] = []
-        node: list[int] = []
-        count: list[int] = []
-        for units in nodes:
-            n, c = _runs_of(units)
-            node += n
-            count += c
-            per_job.append(len(n))
-        return (
-            np.array(per_job, dtype=np.int64), np.array(node, dtype=np.intp), np.array(count, dtype=np.int64)
-        )
-    flat = np.fromiter(chain.from_iterable(nodes), dtype=np.intp, count=total)
-    job = np.repeat(np.arange(len(nodes)), counts)
-    first = np.ones(total, dtype=bool)
-    first[1:] = (flat[1:] != flat[:-1]) | (job[1:] != job[:-1])
-    at = np.flatnonzero(first)
-    return (
-        np.bincount(job[at], minlength=len(nodes)).astype(np.int64),
-        flat[at],
-        np.diff(np.append(at, total)).astype(np.int64),
-    )
 
 
 @registered()

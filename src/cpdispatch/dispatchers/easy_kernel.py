@@ -152,8 +152,8 @@ def _reserve(
 ) -> tuple[int, np.ndarray]:
     """The head's reservation: the first predicted end (never before now + 1: a job running now
     has not ended) at which `units` units of `head_shape` fit on the nodes, releasing the running
-    jobs (`RunningCache.arrays`: the live entries, in order of end; their units as runs of units
-    per node) and those just started (`new_*`, their nodes unit by unit) in order of predicted end;
+    jobs (`RunningCache.arrays`: the live entries, in order of end; their allocations as (node,
+    count) pairs) and those just started (`new_*`, their nodes unit by unit) in order of predicted end;
     and the extra, what is left at that time beside the head's allocation there. (-1, free) if
     the head never fits."""
     run_end, run_live, run_req, run_first, run_pairs, pair_node, pair_count, by_end, done = running

@@ -230,7 +230,7 @@ class CpDispatcher(Dispatcher):
             for q in selected
         )
         running = tuple(
-            CpRunning(r.job.id, r.job.units, r.job.req, clamp(r.predicted_end - now), r.nodes, now - r.start)
+            CpRunning(r.job.id, r.job.units, r.job.req, clamp(r.predicted_end - now), r.alloc, now - r.start)
             for r in snapshot.running
         )
         horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))

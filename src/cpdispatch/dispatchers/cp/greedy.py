@@ -49,12 +49,13 @@ class _Profile:
         total_release: dict[int, np.ndarray] = {}
         for r in instance.running:
             req = np.array([r.req[k] for k in kinds], dtype=np.int64)
-            if not r.nodes or not req.any():
+            if not r.alloc.nodes or not req.any():
                 continue
             t = max(1, r.remaining)  # a running job still holds its nodes now, whatever its prediction
-            uniq, counts = _count(r.nodes)
+            uniq = np.asarray(r.alloc.nodes, dtype=np.intp)
+            counts = np.asarray(r.alloc.counts, dtype=np.int64)
             self.releases.setdefault(t, []).append((uniq, counts[:, None] * req))
-            total_release[t] = total_release.get(t, 0) + len(r.nodes) * req
+            total_release[t] = total_release.get(t, 0) + r.units * req
         self.times: list[int] = [0, *sorted(self.releases)]
         rows = [free0.sum(axis=0)]
         for t in self.times[1:]:

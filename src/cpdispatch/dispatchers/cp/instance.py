@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...snapshot import Allocation
 from ...system import System
 
 
@@ -35,7 +36,7 @@ class CpRunning:
     units: int
     req: tuple[int, ...]
     remaining: int
-    nodes: tuple[int, ...]
+    alloc: Allocation
     elapsed: int = 0
 
 

@@ -151,12 +151,11 @@ class PerNodeModel(BuiltModel):
         # running jobs: one fixed interval [0, max(1, remaining)) each, with their units per node
         running: list[tuple[cp_model.IntervalVar, tuple[int, ...], int]] = []
         for r in instance.running:
-            if not r.nodes:
+            if not r.alloc.nodes:
                 continue
             iv = m.new_fixed_size_interval_var(0, max(1, r.remaining), f"run_{r.id}")
             running.append((iv, r.req, r.units))
-            uniq, counts = np.unique(np.asarray(r.nodes, dtype=np.int64), return_counts=True)
-            for k, c in zip(uniq.tolist(), counts.tolist()):
+            for k, c in zip(r.alloc.nodes, r.alloc.counts):
                 if k in on_node:
                     on_node[k].append((iv, c, r.req, c))
 

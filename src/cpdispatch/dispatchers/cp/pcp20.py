@@ -264,38 +264,17 @@ class RunningUsage:
     y0: np.ndarray  # (rows, types)
 
 
-#: Per running job's node tuple (by id; the tuple is kept so the id stays unique): its distinct
-#: nodes and units on each. Holds the running jobs of the last call only (`running_usage` rebuilds
-#: it), so memory follows the running set, not the whole run.
-_NODE_COUNTS: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
-
-
-def _node_counts(nodes: tuple[int, ...], keep: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct nodes of a running job and its units on each, reused from the last call (a running
-    job keeps its node tuple from one decision to the next; big jobs have thousands of units)."""
-    hit = _NODE_COUNTS.get(id(nodes))
-    if hit is None or hit[0] is not nodes:
-        uniq, counts = np.unique(np.asarray(nodes, dtype=np.int64), return_counts=True)
-        hit = (nodes, uniq, counts)
-    keep[id(nodes)] = hit
-    return hit[1], hit[2]
-
-
 def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
     """Per (running job, node): its usage, remaining time (>= 1) and stacked position."""
     n_types = axes.capacity.shape[1]
-    live = [r for r in instance.running if r.nodes]
+    live = [r for r in instance.running if r.alloc.nodes]
     if not live:
         z = np.zeros(0, dtype=np.int64)
         return RunningUsage(z, z, np.zeros((0, n_types), np.int64), np.zeros((0, n_types), np.int64))
-    global _NODE_COUNTS
-    keep: dict[int, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
-    per_job = [_node_counts(r.nodes, keep) for r in live]
-    _NODE_COUNTS = keep
-    lengths = np.fromiter((len(u) for u, _ in per_job), np.int64, len(live))
-    pn = np.concatenate([u for u, _ in per_job])
-    counts = np.concatenate([c for _, c in per_job])
+    lengths = np.fromiter((len(r.alloc.nodes) for r in live), np.int64, len(live))
+    total = int(lengths.sum())
+    pn = np.fromiter(itertools.chain.from_iterable(r.alloc.nodes for r in live), np.int64, total)
+    counts = np.fromiter(itertools.chain.from_iterable(r.alloc.counts for r in live), np.int64, total)
     pj = np.repeat(np.arange(len(live), dtype=np.int64), lengths)
     rem = np.fromiter((max(1, r.remaining) for r in live), np.int64, len(live))[pj]
     req = np.array([r.req for r in live], dtype=np.int64).reshape(len(live), n_types)
@@ -400,7 +379,7 @@ class Pcp20Model(BuiltModel):
         some kept type c, with a_r / a_c <= cap_r(k) / cap_c(k) on every node k. Then any set of
         units within a node's capacity of c is within its capacity of r, and r is left out."""
         cap = np.array([b.cap for b in self.axes.blocks], dtype=np.int64).reshape(-1, self.axes.capacity.shape[1])
-        reqs = {j.req for j in self.instance.jobs} | {r.req for r in self.instance.running if r.nodes}
+        reqs = {j.req for j in self.instance.jobs} | {r.req for r in self.instance.running if r.alloc.nodes}
         dropped: set[int] = set()
         for r in range(cap.shape[1]):
             users = np.array([q for q in reqs if q[r] > 0], dtype=np.int64).reshape(-1, cap.shape[1])
