@@ -144,7 +144,7 @@ def check_plan(inst: Instance, plan: Plan) -> None:
 def check_positions(bm: Pcp20Model, solver: cp_model.CpSolver) -> None:
     """Every box lies inside one node (no straddling), on the unit's node for every type."""
     axes = axes_of(bm.instance.system)
-    plan = bm.extract(solver)
+    plan = bm.complete(bm.extract(solver))
     for jv in bm.jobs:
         for i, unit in enumerate(jv.positions):
             node = plan.nodes[jv.job.id][i]
@@ -167,7 +167,7 @@ def test_optimum_equals_brute_force(name: str, kind: str, reductions: bool) -> N
     bm = Pcp20Model(inst, kind, fluid=reductions, drop_dominated=reductions)
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
-    plan = bm.extract(solver)
+    plan = bm.complete(bm.extract(solver))
     check_plan(inst, plan)
     check_positions(bm, solver)
     assert round(solver.ObjectiveValue()) == objectives.evaluate(kind, inst, plan.starts) == brute_force(inst, kind)
@@ -182,7 +182,7 @@ def test_optimum_equals_brute_force_random(seed: int) -> None:
                         sparse_domains=sparse)
         solver, status = solve(bm)
         assert status == cp_model.OPTIMAL
-        check_plan(inst, bm.extract(solver))
+        check_plan(inst, bm.complete(bm.extract(solver)))
         check_positions(bm, solver)
         assert round(solver.ObjectiveValue()) == expected, (all_different, reductions, sparse)
 
@@ -216,7 +216,7 @@ def test_fluid_reformulation_is_exact(seed: int) -> None:
         assert bool(bm.fluid_types) == fluid
         solver, status = solve(bm)
         assert status == cp_model.OPTIMAL
-        check_plan(inst, bm.extract(solver))
+        check_plan(inst, bm.complete(bm.extract(solver)))
         assert round(solver.ObjectiveValue()) == expected, fluid
 
 
@@ -229,7 +229,7 @@ def test_fluid_model_has_one_variable_per_job() -> None:
     assert bm.variables == len(jobs) and bm.fluid_types == {0}
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
-    check_plan(bm.instance, bm.extract(solver))
+    check_plan(bm.instance, bm.complete(bm.extract(solver)))
 
 
 def test_dominated_types() -> None:
@@ -344,7 +344,7 @@ def test_extracted_plans_respect_node_capacities(inst: Instance) -> None:
     bm = Pcp20Model(inst, "slowdown")
     solver, status = solve(bm, workers=1, max_time_in_seconds=5)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    check_plan(inst, bm.extract(solver))
+    check_plan(inst, bm.complete(bm.extract(solver)))
     check_positions(bm, solver)
 
 
@@ -364,7 +364,7 @@ def solve_fixed_hint(bm: Pcp20Model, plan: Plan) -> cp_model.CpSolver:
     assert bm.hint_complete
     solver, status = solve(bm, workers=1, fix_variables_to_their_hinted_value=True)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    got = bm.extract(solver)
+    got = bm.complete(bm.extract(solver))
     assert got.starts == plan.starts
     assert {j: sorted(n) for j, n in got.nodes.items()} == {j: sorted(n) for j, n in plan.nodes.items()}
     return solver
@@ -429,7 +429,7 @@ def test_fixed_search_finds_a_valid_plan() -> None:
     bm.add_search()
     solver, status = solve(bm, workers=1, search_branching=cp_model.FIXED_SEARCH)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    check_plan(inst, bm.extract(solver))
+    check_plan(inst, bm.complete(bm.extract(solver)))
     check_positions(bm, solver)
 
 
@@ -450,7 +450,8 @@ def test_size_guard() -> None:
 
 
 def test_solver_parameters() -> None:
-    assert Pcp20Model(inst_three_types()).solver_parameters == {"cp_model_presolve": False, "hint_conflict_limit": 0}
+    assert Pcp20Model(inst_three_types()).solver_parameters == {
+        "cp_model_presolve": False, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False}
     assert Pcp20Model(inst_fluid()).solver_parameters == {}
 
 

@@ -393,7 +393,7 @@ class CpDispatcher(Dispatcher):
         status = solver.solve(built.model, cb)
         if cb.plan is None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             cb.plan = built.extract(solver)
-        return status, cb.plan
+        return status, None if cb.plan is None else built.complete(cb.plan)
 
 
 # -- helpers shared with the model modules and tests ----------------------------------------------

@@ -86,7 +86,9 @@ class BuiltModel:
     Builders (`hcp`, `pcp19`, `pcp20`, `eurora14`) subclass this: they fill `model` and
     `start_vars` (one start variable per queued job, relative time), and implement `add_hint`
     (map a complete greedy plan onto *every* model variable) and `extract` (read a plan back from
-    a solved model). `objective_kind` names the objective from `objectives.KINDS`.
+    a solved model; `complete` may add what is derived from it, e.g. pcp20's fluid placements, once
+    for the plan kept rather than at every solution found). `objective_kind` names the objective
+    from `objectives.KINDS`.
     """
 
     def __init__(self, instance: Instance, objective_kind: str) -> None:
@@ -102,6 +104,9 @@ class BuiltModel:
 
     def extract(self, solver: object) -> Plan:
         raise NotImplementedError
+
+    def complete(self, plan: Plan) -> Plan:
+        return plan
 
     def add_search(self) -> None:
         """Optional: post the model's decision strategy (used when the search is 'fixed')."""

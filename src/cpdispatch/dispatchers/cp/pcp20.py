@@ -95,6 +95,7 @@ boxes) is off by default.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Sequence
@@ -648,6 +649,9 @@ class Pcp20Model(BuiltModel):
                 plan.nodes[job.id] = tuple(int(k) for k in self.axes.node_of(jv.geo.types[0], ys))
             else:
                 plan.nodes[job.id] = (0,) * job.units
+        return plan
+
+    def complete(self, plan: Plan) -> Plan:
         plan.nodes.update(self.fluid_nodes(plan.starts))
         return plan
 
@@ -669,20 +673,21 @@ class Pcp20Model(BuiltModel):
             jobs = sorted((starts[jv.job.id], order, jv.job) for order, jv in enumerate(self.jobs)
                           if jv.fluid and jv.geo.types[0] == t)
             cap = self.axes.capacity[:, t]
-            placed: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (start, end, nodes, counts)
+            used = np.zeros(n, dtype=np.int64)  # by the jobs placed so far that are still running
+            ending: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # heap of (end, i, nodes, counts)
             base = cap
             base_time = -1
-            for s, _, job in jobs:
-                if s != base_time:
+            for i, (s, _, job) in enumerate(jobs):
+                if s != base_time:  # starts only grow: what ended before s stays ended
                     alive = run.remaining > s
                     base = cap - np.bincount(run.node[alive], weights=run.usage[alive, t], minlength=n).astype(np.int64)
                     base_time = s
-                free = base.copy()
-                for s0, e0, nodes, counts in placed:
-                    if s0 <= s < e0:
-                        free[nodes] -= counts
-                nodes, counts = _best_fit_units(free, cap, job.units, waste)
-                placed.append((s, s + max(1, job.duration), nodes, counts))
+                    while ending and ending[0][0] <= s:
+                        _, _, nodes, counts = heapq.heappop(ending)
+                        np.subtract.at(used, nodes, counts)
+                nodes, counts = _best_fit_units(base - used, cap, job.units, waste)
+                np.add.at(used, nodes, counts)
+                heapq.heappush(ending, (s + max(1, job.duration), i, nodes, counts))
                 out[job.id] = tuple(np.repeat(nodes, counts).tolist())
         return out
 
@@ -690,11 +695,15 @@ class Pcp20Model(BuiltModel):
     def solver_parameters(self) -> dict[str, object]:
         """CP-SAT parameters this model solves best with (for the front end to apply), when there
         are boxes: presolve off (it takes seconds on a few thousand; the search proves more in
-        50 ms without it on HPC2N instances) and no hint-following phase (`hint_conflict_limit`
-        0; see `add_no_overlap_2d`). The hint still guides the search and bounds the objective."""
+        50 ms without it on HPC2N instances), no hint-following phase (`hint_conflict_limit` 0;
+        see `add_no_overlap_2d`), and no `Precedences2DPropagator` (it rescans every pair of
+        boxes linked by a linear relation at each propagation, outside the deterministic time:
+        three quarters of the CPU of the slowest HPC2N decisions, which it never changed). The
+        hint still guides the search and bounds the objective."""
         if not any(jv.positions for jv in self.jobs):
             return {}
-        return {"cp_model_presolve": False, "hint_conflict_limit": 0}
+        return {"cp_model_presolve": False, "hint_conflict_limit": 0,
+                "use_linear3_for_no_overlap_2d_precedences": False}
 
     def size(self) -> dict[str, int]:
         """Model size figures for logs and benchmarks."""
