@@ -1,9 +1,9 @@
 """CP dispatchers on real traces: decision times, quality side by side, model sizes.
 
 Sections (all by default; pick with flags):
-  --timing   pcp20 (and hcp19) with last2 over whole traces: decision time mean/p50/p99, jobs/s, memory.
-             Targets (issue 3): pcp20 mean <= 50 ms and p99 <= 1 s on HPC2N and CEA-Curie; a trace of
-             more than 100,000 jobs in at most one hour.
+  --timing   pcp20 (and hcp19) with last2 over HPC2N and CEA-Curie (its first 60,000 jobs unless
+             --full): decision time mean/p50/p99/max, jobs/s, peak memory. Targets: pcp20 mean
+             <= 20 ms, p99 <= 100 ms, max <= 1 s on both whole traces; <= 1 GB on CEA-Curie.
   --quality  average wait and bounded slowdown of pcp20, hcp19, pcp19, easy, pbs side by side on
              HPC2N, CEA-Curie, the Alibaba GPU trace and a generated Eurora-like workload (slices
              where pcp19 would take too long; sizes below).

@@ -93,7 +93,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     for k, t in enumerate(system.types):
         used = sum(r.job.units * r.job.req[k] * max(0, min(r.end, hi) - max(r.start, lo)) for r in started)
         util[t] = used / max(1, (hi - lo) * system.totals[k])
-    out = {
+    out: dict[str, Any] = {
         "wait": float(wait.mean()), "bsld": float(bsld.mean()), "bsld_sd": float(bsld.std()),
         "util": util, "wall_s": wall, "calls": len(result.decisions),
         "ms_mean": sum(d.wall_ms for d in result.decisions) / max(1, len(result.decisions)),
@@ -101,8 +101,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     units = np.array([r.job.units for r in started])
     classes = {"gpu": kind == "gpu", "mic": kind == "mic", "cpu": kind == "cpu",
                "short": run < 3600, "long": run >= 3600, "narrow": units == 1, "wide": units > 1}
-    for k, sel in classes.items():
-        out[f"wait_{k}"] = float(wait[sel].mean()) if sel.any() else math.nan
+    for cls, sel in classes.items():
+        out[f"wait_{cls}"] = float(wait[sel].mean()) if sel.any() else math.nan
     statuses: dict[str, int] = {}
     for d in result.decisions:
         if d.started:
@@ -162,19 +162,9 @@ def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], 
     fig.savefig(path, dpi=110)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=5000)
-    ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--loads", default="1.0,1.5,2.0")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
-    ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
-                    help="comma-separated; options after @, e.g. pcp20@blocked=0@allocator=best-fit")
-    ap.add_argument("--allocators", default="own,scarce-fit", help="'own' and/or an allocator for all")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--json", help="write every run's figures here")
-    ap.add_argument("--plot", help="write a figure (PNG): mean wait per dispatcher and cell, 95%% intervals")
-    args = ap.parse_args(argv)
+def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
+    """Every cell of the command line, in parallel; a dispatcher whose default allocator is the
+    shared one is run once and reported under both."""
     cells = [
         Cell(w, float(load), d, a, seed, args.jobs)
         for w in args.workloads.split(",") for load in args.loads.split(",")
@@ -192,9 +182,72 @@ def main(argv: list[str] | None = None) -> int:
             results[c] = fut.result()
             print(f"[{done}/{len(todo)}] {c.workload} x{c.load} {c.dispatcher} ({c.allocator}) seed {c.seed}: "
                   f"{results[c]['wall_s']:.0f} s", file=sys.stderr, flush=True)
-    results = {c: results[same.get(c, c)] for c in cells}  # table order
     print(f"{len(todo)} simulations of {args.jobs:,} jobs in {time.perf_counter() - t0:.0f} s "
           f"({args.seeds} seeds; 95% t intervals over seeds; predictor last2)\n")
+    return {c: results[same.get(c, c)] for c in cells}  # table order
+
+
+def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]]) -> None:
+    """Per workload, one row per dispatcher and allocator, one column pair per load: mean wait with
+    its 95% interval and the paired difference to pcp20 (bold when the interval excludes 0), and
+    mean bounded slowdown with the same difference."""
+    by_workload: dict[str, dict[tuple[str, str], dict[float, list[dict[str, Any]]]]] = {}
+    for (w, load, alloc), by_disp in groups.items():
+        for d, runs in by_disp.items():
+            if alloc != "own" and default_allocator(d) == alloc:
+                continue  # the same runs as its "own" row
+            by_workload.setdefault(w, {}).setdefault((d, alloc), {})[load] = runs
+
+    def diff(runs: list[dict[str, Any]], ref: list[dict[str, Any]], key: str, digits: int) -> str:
+        m, h = paired_diff([r[key] for r in runs], [r[key] for r in ref])
+        text = f"{m:+.{digits}f} ± {h:.{digits}f}"
+        return f"**{text}**" if abs(m) > h else text
+
+    for w, rows in by_workload.items():
+        loads = sorted({load for cols in rows.values() for load in cols})
+        print(f"\n{w}: mean wait [s] ± 95% interval (paired difference to pcp20) / mean bounded slowdown "
+              "(paired difference)\n")
+        print("| dispatcher | " + " | ".join(f"load {x:g}: wait | bsld" for x in loads) + " |")
+        print("|---|" + "---|---|" * len(loads))
+        for (d, alloc), cols in rows.items():
+            label = d if alloc == "own" else f"{d} -o allocator={alloc}"
+            cells = []
+            for load in loads:
+                runs, ref = cols.get(load, []), rows.get(("pcp20", "own"), {}).get(load, [])
+                m, h = mean_ci([r["wait"] for r in runs])
+                b, _ = mean_ci([r["bsld"] for r in runs])
+                same_seeds = ref and runs is not ref and len(runs) == len(ref)
+                cells.append(f"{m:,.0f} ± {h:,.0f}" + (f" ({diff(runs, ref, 'wait', 0)})" if same_seeds else ""))
+                cells.append(f"{b:.2f}" + (f" ({diff(runs, ref, 'bsld', 2)})" if same_seeds else ""))
+            print(f"| `{label}` | " + " | ".join(cells) + " |")
+        util = {load: rows[next(iter(rows))][load] for load in loads}
+        print("\nutilisation over the submit window: " + "; ".join(
+            f"load {x:g}: " + ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in runs):.0%}"
+                                        for t in runs[0]["util"]) for x, runs in util.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--loads", default="1.0,1.5,2.0")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
+                    help="comma-separated; options after @, e.g. pcp20@blocked=0@allocator=best-fit")
+    ap.add_argument("--allocators", default="own,scarce-fit", help="'own' and/or an allocator for all")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--json", help="write every run's figures here")
+    ap.add_argument("--plot", help="write a figure (PNG): mean wait per dispatcher and cell, 95%% intervals")
+    ap.add_argument("--from-json", help="report the runs saved by --json instead of simulating")
+    ap.add_argument("--markdown", action="store_true", help="also print the README's tables")
+    args = ap.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as fh:
+            saved = json.load(fh)
+        fields = Cell.__dataclass_fields__
+        results = {Cell(**{k: v for k, v in r.items() if k in fields}): r for r in saved}
+    else:
+        results = simulate_cells(args)
     groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]] = {}
     for c, r in results.items():
         groups.setdefault((c.workload, c.load, c.allocator), {}).setdefault(c.dispatcher, []).append(r)
@@ -208,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
               f"{'ms/call':>8} {'model starts':>12}")
         for d, runs in by_disp.items():
-            starts = {}
+            starts: dict[str, int] = {}
             for r in runs:
                 for k, v in r["starts_by_status"].items():
                     starts[k] = starts.get(k, 0) + v
@@ -230,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                     diffs.append(f"{d} {mw:+.0f}±{hw:.0f} s / {mb:+.2f}±{hb:.2f}")
             print("paired difference to pcp20 (wait / bsld; > 0: pcp20 better): " + "; ".join(diffs))
         print()
+    if args.markdown:
+        markdown(groups)
     if args.plot:
         plot(groups, args.plot)
     if args.json:

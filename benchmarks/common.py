@@ -32,8 +32,9 @@ def row(label: str, s: dict) -> str:
     wall = s["sim_wall_s"]
     return (f"{label:<34} {jobs:>8,} {wall:>8.1f} {jobs / max(wall, 1e-9):>9,.0f} {s['dispatch_calls']:>8,} "
             f"{s['dispatch_ms_mean']:>8.3f} {s['dispatch_ms_p50']:>8.3f} {s['dispatch_ms_p99']:>8.3f} "
+            f"{s['dispatch_ms_max']:>9.1f} "
             f"{s['peak_rss_mb']:>8.0f} {s['avg_wait']:>10.0f} {s['avg_bounded_slowdown']:>8.2f}")
 
 
 HEADER = (f"{'run':<34} {'jobs':>8} {'wall s':>8} {'jobs/s':>9} {'calls':>8} {'ms mean':>8} {'ms p50':>8} "
-          f"{'ms p99':>8} {'RSS MB':>8} {'avg wait':>10} {'avg bsld':>8}")
+          f"{'ms p99':>8} {'ms max':>9} {'RSS MB':>8} {'avg wait':>10} {'avg bsld':>8}")
