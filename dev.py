@@ -5,18 +5,17 @@
     python3 dev.py test    # create .venv if needed, install, lint, type-check and run the whole test suite
     python3 dev.py bench   # the benchmarks (long)
 
-The virtual environment lives in .venv. On Debian's python3 without the python3-venv package
-(no ensurepip), the venv is made without pip and pip is fetched from PyPI.
+The virtual environment lives in .venv. Debian's python3 makes venvs with pip only when the
+python3-venv package is installed; if it is missing, dev.py installs it with apt-get (as root),
+or says which command to run.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -30,26 +29,27 @@ def run(*cmd: str | os.PathLike[str]) -> None:
     subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT)
 
 
-def _bootstrap_pip() -> None:
-    """Install pip into a venv made --without-pip, from the pip wheel on PyPI."""
-    with urllib.request.urlopen("https://pypi.org/pypi/pip/json", timeout=60) as resp:
-        meta = json.load(resp)
-    wheel = next(f for f in meta["urls"] if f["filename"].endswith(".whl"))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / wheel["filename"]
-        with urllib.request.urlopen(wheel["url"], timeout=120) as resp:
-            path.write_bytes(resp.read())
-        run(PY, f"{path}/pip", "install", "--no-index", str(path))
+def _venv_works() -> bool:
+    made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], cwd=ROOT)
+    return made.returncode == 0 and subprocess.run(
+        [str(PY), "-m", "pip", "--version"], capture_output=True).returncode == 0
+
+
+def _install_venv_package() -> None:
+    """Debian ships `venv`'s pip bootstrap (ensurepip) in a separate package."""
+    package = f"python{sys.version_info.major}.{sys.version_info.minor}-venv"
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        sys.exit(f"dev.py: this Python cannot make a virtual environment with pip; install "
+                 f"{package} (Debian: sudo apt-get install {package}) and rerun")
+    run("apt-get", "update", "-qq")
+    run("apt-get", "install", "-y", "-qq", package)
 
 
 def ensure_venv() -> None:
-    if not PY.exists():
-        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], cwd=ROOT)
-        if made.returncode != 0 or subprocess.run([str(PY), "-m", "pip", "--version"],
-                                                  capture_output=True).returncode != 0:
-            print("venv without ensurepip: bootstrapping pip from PyPI", flush=True)
-            run(sys.executable, "-m", "venv", "--clear", "--without-pip", VENV)
-            _bootstrap_pip()
+    if not PY.exists() and not _venv_works():
+        _install_venv_package()
+        if not _venv_works():
+            sys.exit("dev.py: could not make a virtual environment with pip in .venv")
     pyproject = ROOT / "pyproject.toml"
     if not STAMP.exists() or STAMP.stat().st_mtime < pyproject.stat().st_mtime:
         run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
@@ -58,7 +58,7 @@ def ensure_venv() -> None:
 
 
 def main(argv: list[str]) -> int:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (dev.py may be run by an older python3)
         print("cpdispatch needs Python 3.11 or newer", file=sys.stderr)
         return 2
     what = argv[0] if argv else "help"

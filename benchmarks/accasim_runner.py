@@ -1,6 +1,6 @@
 """Run one AccaSim 1.1.3 simulation under Python 3.11 (called by bench_vs_accasim.py).
 
-Runs with the interpreter of benchmarks/.accasim-venv, where `accasim==1.1.3` is installed from PyPI.
+Runs with the interpreter of benchmarks/.accasim-venv, where `accasim==1.1.3` is installed with pip.
 AccaSim's files are never edited: the compatibility shims below are applied at run time, before
 `accasim` is imported.
 

@@ -13,7 +13,7 @@ Usage: python benchmarks/bench_vs_accasim.py [--quick] [--skip-accasim]
   --quick         KTH only
   --skip-accasim  run ours only and print the issue's AccaSim reference figures beside it
 The first full run creates benchmarks/.accasim-venv (git-ignored) and installs accasim==1.1.3 and
-its declared dependencies from PyPI; benchmarks/accasim_runner.py patches AccaSim at run time for
+its declared dependencies with pip; benchmarks/accasim_runner.py patches AccaSim at run time for
 Python 3.11 (its files are never edited). Traces are read from the shared workloads folder; AccaSim
 reads plain text only, so they are decompressed into a temporary folder first (not timed).
 """
@@ -247,7 +247,7 @@ Notes
     asking more than a node's 1 GB per processor are rejected (41) and memory limits units per node, so
     the schedules part. "cpdispatch (no mem)" runs ours on hpc2n without the mem type, i.e. the system
     AccaSim really simulates, to check the semantics job by job.
- 5. AccaSim 1.1.3 from PyPI runs on Python 3.11 with run-time patches only (accasim_runner.py):
+ 5. AccaSim 1.1.3 (installed with pip) runs on Python 3.11 with run-time patches only (accasim_runner.py):
     {patches}. Its files are not edited; the venv ({ACC_VENV.relative_to(ROOT)}) is git-ignored.
     TZ=UTC is set for it so that its local-time dates have no daylight-saving jumps when waits are
     recomputed from its schedule file.
