@@ -120,5 +120,5 @@ def test_quoting_matches_csv_writer(tmp_path: Path) -> None:
 
 def test_schedule_written_in_batches_is_the_same_file(tmp_path: Path) -> None:
     write_schedule(sample_result(), tmp_path / "one.csv")
-    write_schedule(sample_result(), tmp_path / "batched.csv", batch=2)
+    write_schedule(sample_result(), tmp_path / "batched.csv", chunk=10)
     assert (tmp_path / "one.csv").read_bytes() == (tmp_path / "batched.csv").read_bytes()

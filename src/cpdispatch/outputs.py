@@ -37,25 +37,29 @@ def _q(s: str) -> str:
 
 # Lines are %-formatted directly: csv.writer over row lists took ~1 s per file on HPC2N sizes,
 # one template per line takes a third of that and gives the same bytes (see tests). They are
-# written in batches: the `nodes` column has one name per unit, 2 GB for whole CEA-Curie.
-def write_schedule(result: SimulationResult, path: Path, batch: int = 20_000) -> None:
+# written every `chunk` characters: the `nodes` column has one name per unit (2 GB for whole
+# CEA-Curie), and holding even 20,000 of its lines took 400 MB.
+def write_schedule(result: SimulationResult, path: Path, chunk: int = 1 << 22) -> None:
     names = result.system.node_names
     n = len(result.system.types)
     fmt = "%s,%s,%s,%s,%s,%s," + ",".join(["%s"] * n) + ",%s,%s,%s,%s,%s,%s\n"
     with path.open("w", encoding="utf-8", newline="") as f:
-        f.write(",".join(schedule_columns(result.system.types)) + "\n")
-        records = result.records
-        for first in range(0, len(records), batch):
-            lines = []
-            for r in records[first : first + batch]:
-                j, a = r.job, r.alloc
-                lines.append(fmt % (  # None is an empty cell (tested inline: a call per cell costs ~10%)
-                    _q(j.id), _q(j.user), j.submit, "" if r.start is None else r.start,
-                    "" if r.end is None else r.end, j.units, *j.req, "" if j.walltime is None else j.walltime,
-                    j.runtime, "" if r.predicted is None else r.predicted,
-                    _q(";".join([names[k] for k, c in zip(a.nodes, a.counts) for _ in range(c)])),
-                    _q(r.status), _q(r.reason)))
-            f.writelines(lines)
+        lines = [",".join(schedule_columns(result.system.types)) + "\n"]
+        size = 0
+        for r in result.records:
+            j, a = r.job, r.alloc
+            line = fmt % (  # None is an empty cell (tested inline: a call per cell costs ~10%)
+                _q(j.id), _q(j.user), j.submit, "" if r.start is None else r.start,
+                "" if r.end is None else r.end, j.units, *j.req, "" if j.walltime is None else j.walltime,
+                j.runtime, "" if r.predicted is None else r.predicted,
+                _q(";".join([names[k] for k, c in zip(a.nodes, a.counts) for _ in range(c)])),
+                _q(r.status), _q(r.reason))
+            lines.append(line)
+            size += len(line)
+            if size > chunk:
+                f.writelines(lines)
+                lines, size = [], 0
+        f.writelines(lines)
 
 
 def write_decisions(result: SimulationResult, path: Path) -> None:
