@@ -1,6 +1,7 @@
 """Simulator + baseline dispatchers on whole real traces: jobs/s, decision times, peak memory.
 
-Targets (issue 2, 2-core machine): HPC2N (202,871 jobs) under easy <= 20 s; RICC (447,794) <= 60 s.
+Targets (2-core machine): HPC2N (202,871 jobs) under easy <= 20 s; RICC (447,794) <= 60 s; any
+dispatcher on whole CEA-Curie (5,544 nodes, 218 million job units) <= 1 GB.
 Usage: python benchmarks/bench_baselines.py [--quick]
 """
 
@@ -18,6 +19,8 @@ RUNS = [
     ("hpc2n", "HPC2N-2002-2.2-cln.swf.gz", "easy", "last2"),
     ("ricc", "RICC-2010-2.swf.gz", "easy", "walltime"),
     ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", "easy", "walltime"),
+    ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", "fifo", "walltime"),
+    ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", "pbs", "walltime"),
 ]
 
 

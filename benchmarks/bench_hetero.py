@@ -7,9 +7,9 @@ deviation over jobs), per-class mean waits (GPU / MIC / CPU-only jobs with the 9
 interval over seeds; short < 1 h / long run time, narrow = 1 unit / wide, as means over seeds),
 plus utilisation per type over the submit window.
 
-    python benchmarks/bench_hetero.py                      # the README's table (long: ~1 h on 2 cores)
-    python benchmarks/bench_hetero.py --seeds 3 --jobs 2000 --loads 1.0 --dispatchers easy,pcp20
-    python benchmarks/bench_hetero.py --json out.json      # also keep every run's figures
+    python benchmarks/bench_hetero.py --json runs.json --plot fig.png   # the README's run (~65 min, 2 cores)
+    python benchmarks/bench_hetero.py --from-json runs.json --markdown  # its tables again, no simulation
+    python benchmarks/bench_hetero.py --seeds 3 --loads 2.0 --dispatchers easy,pcp20,pcp19,eurora14
 
 Workloads: `eurora` (the generator's default mix) and `eurora-gpu` (60% of the short jobs ask
 GPUs) on the `eurora` preset; `fat` (the default mix) on `systems/fat-accelerators.toml`, Eurora's
@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp19", "pcp20", "eurora14")
+#: the default set; pcp19 and eurora14 also run here, but take minutes per simulation
+DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 FAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "systems", "fat-accelerators.toml")
 #: name -> (system, share of short jobs asking GPUs or None for the generator's mix)
 WORKLOADS: dict[str, tuple[str, float | None]] = {
@@ -143,23 +144,45 @@ def paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], path: str) -> None:
-    """One panel per (workload, load, allocator): mean wait per dispatcher with its 95% interval."""
+    """One panel per workload (rows) and load (columns): the paired difference of mean wait to
+    pcp20 with its 95% interval, per dispatcher and allocator (> 0: pcp20 waits less; dark:
+    the interval excludes 0). fifo is left out: its waits are ten times the others'."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
-    for ax, ((w, load, alloc), by_disp) in zip(axes[0], groups.items()):
-        names = list(by_disp)
-        stats = [mean_ci([r["wait"] for r in by_disp[d]]) for d in names]
-        ax.bar(range(len(names)), [m for m, _ in stats], yerr=[h for _, h in stats], capsize=3,
-               color=["tab:red" if d.startswith("pcp20") else "tab:gray" for d in names])
-        ax.set_xticks(range(len(names)), [d.replace("@", "\n") for d in names], rotation=90, fontsize=7)
-        ax.set_title(f"{w}, load x{load}" + ("" if alloc == "own" else f", {alloc}"), fontsize=9)
-        ax.set_ylabel("mean wait [s]")
+    table = table_rows(groups)
+    loads = sorted({load for rows in table.values() for cols in rows.values() for load in cols})
+    fig, axes = plt.subplots(len(table), len(loads), figsize=(3.6 * len(loads), 3.2 * len(table)),
+                             squeeze=False, sharey="row")
+    for row, (w, rows) in zip(axes, table.items()):
+        ref = rows.get(("pcp20", "own"), {})
+        labels = [(d, a) for d, a in rows if not d.startswith("fifo") and (d, a) != ("pcp20", "own")]
+        for ax, load in zip(row, loads):
+            stats = [paired_diff([r["wait"] for r in rows[k].get(load, [])], [r["wait"] for r in ref.get(load, [])])
+                     for k in labels]
+            ax.barh(range(len(labels)), [m for m, _ in stats], xerr=[h for _, h in stats], capsize=2,
+                    color=["tab:blue" if abs(m) > h else "lightsteelblue" for m, h in stats])
+            ax.axvline(0, color="black", linewidth=0.8)
+            ax.set_yticks(range(len(labels)), [d if a == "own" else f"{d} ({a})" for d, a in labels], fontsize=7)
+            ax.set_title(f"{w}, load x{load:g}", fontsize=9)
+            ax.set_xlabel("wait minus pcp20's [s]", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def table_rows(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]]
+               ) -> dict[str, dict[tuple[str, str], dict[float, list[dict[str, Any]]]]]:
+    """Per workload, per (dispatcher, allocator), per load: the runs; a dispatcher whose default is
+    the shared allocator appears once, as "own"."""
+    out: dict[str, dict[tuple[str, str], dict[float, list[dict[str, Any]]]]] = {}
+    for (w, load, alloc), by_disp in groups.items():
+        for d, runs in by_disp.items():
+            if alloc != "own" and default_allocator(d) == alloc:
+                continue
+            out.setdefault(w, {}).setdefault((d, alloc), {})[load] = runs
+    return out
 
 
 def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
@@ -191,12 +214,7 @@ def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]
     """Per workload, one row per dispatcher and allocator, one column pair per load: mean wait with
     its 95% interval and the paired difference to pcp20 (bold when the interval excludes 0), and
     mean bounded slowdown with the same difference."""
-    by_workload: dict[str, dict[tuple[str, str], dict[float, list[dict[str, Any]]]]] = {}
-    for (w, load, alloc), by_disp in groups.items():
-        for d, runs in by_disp.items():
-            if alloc != "own" and default_allocator(d) == alloc:
-                continue  # the same runs as its "own" row
-            by_workload.setdefault(w, {}).setdefault((d, alloc), {})[load] = runs
+    by_workload = table_rows(groups)
 
     def diff(runs: list[dict[str, Any]], ref: list[dict[str, Any]], key: str, digits: int) -> str:
         m, h = paired_diff([r[key] for r in runs], [r[key] for r in ref])
@@ -220,17 +238,18 @@ def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]
                 cells.append(f"{m:,.0f} ± {h:,.0f}" + (f" ({diff(runs, ref, 'wait', 0)})" if same_seeds else ""))
                 cells.append(f"{b:.2f}" + (f" ({diff(runs, ref, 'bsld', 2)})" if same_seeds else ""))
             print(f"| `{label}` | " + " | ".join(cells) + " |")
-        util = {load: rows[next(iter(rows))][load] for load in loads}
-        print("\nutilisation over the submit window: " + "; ".join(
+        util = rows.get(("pcp20", "own")) or rows[next(iter(rows))]
+        print(f"\nutilisation over the submit window under {'pcp20' if ('pcp20', 'own') in rows else 'the first'}: "
+              + "; ".join(
             f"load {x:g}: " + ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in runs):.0%}"
-                                        for t in runs[0]["util"]) for x, runs in util.items()))
+                                        for t in runs[0]["util"]) for x, runs in sorted(util.items())))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--jobs", type=int, default=3000)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--loads", default="1.0,1.5,2.0")
+    ap.add_argument("--loads", default="1.5,2.25,3.0")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
                     help="comma-separated; options after @, e.g. pcp20@blocked=0@allocator=best-fit")
