@@ -306,7 +306,9 @@ def add_no_overlap_2d(
     bound), unless some box of the constraint has zero area. With a few hundred running boxes that
     took 10-140 s per decision on HPC2N, ignoring every time limit. With the zero-area box and
     `hint_conflict_limit` = 0 (`Pcp20Model.solver_parameters`), the five slowest decisions of an
-    HPC2N slice (12-142 s) took 10-220 ms, with the same objective values."""
+    HPC2N slice (12-142 s) took 10-220 ms, with the same objective values. The re-presolve still
+    shows in profiles of the slowest remaining decisions there (about a third of their CPU), for a
+    reason not found yet."""
     if fixed_boxes:
         xs = [*xs, m.new_fixed_size_interval_var(0, 0, "zero_area_x")]
         ys = [*ys, m.new_fixed_size_interval_var(-1, 1, "zero_area_y")]
