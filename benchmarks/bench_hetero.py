@@ -22,6 +22,7 @@ is not run twice: its "own" runs are shown again).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -113,6 +114,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return out
 
 
+@functools.cache
 def default_allocator(dispatcher: str) -> str:
     """The allocator `dispatcher` (name@opt=val...) uses when none is given for all."""
     from cpdispatch.dispatchers import make_dispatcher

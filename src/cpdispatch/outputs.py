@@ -47,12 +47,12 @@ def write_schedule(result: SimulationResult, path: Path, chunk: int = 1 << 22) -
         lines = [",".join(schedule_columns(result.system.types)) + "\n"]
         size = 0
         for r in result.records:
-            j, a = r.job, r.alloc
+            j = r.job
             line = fmt % (  # None is an empty cell (tested inline: a call per cell costs ~10%)
                 _q(j.id), _q(j.user), j.submit, "" if r.start is None else r.start,
                 "" if r.end is None else r.end, j.units, *j.req, "" if j.walltime is None else j.walltime,
                 j.runtime, "" if r.predicted is None else r.predicted,
-                _q(";".join([names[k] for k, c in zip(a.nodes, a.counts) for _ in range(c)])),
+                _q(";".join([names[k] for k in r.alloc.per_unit()])),
                 _q(r.status), _q(r.reason))
             lines.append(line)
             size += len(line)

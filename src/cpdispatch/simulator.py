@@ -273,9 +273,9 @@ class Simulator:
                     return self._short(node, t, counts[0], want)
             # node indices as the shared int objects of `_node_ints` (records keep them all run)
             return queued, Allocation((self._node_ints[node],), (counts[0],)), need1
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        uniq = np.asarray([keys[i] for i in order], dtype=np.int64)
-        count = [counts[i] for i in order]
+        by_node = sorted(zip(keys, counts))  # an Allocation lists its nodes in ascending order
+        uniq = np.asarray([k for k, _ in by_node], dtype=np.int64)
+        count = [c for _, c in by_node]
         need = np.asarray(count, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
         short = self.free[uniq] < need
         if short.any():
