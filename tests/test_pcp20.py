@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
-from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, axes_of
+from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, add_no_overlap_2d, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, solve
@@ -274,12 +274,14 @@ def test_model_size_does_not_depend_on_the_number_of_nodes(reductions: bool) -> 
         assert small.dropped_types == {1}  # memory never binds before cores on these jobs
     else:
         # the paper's count |Q| + sum units * |R_j|, plus a node variable per unit when it has
-        # several types or an amount > 1 (no piece literals: one piece per request here)
+        # several types or an amount > 1 (no piece literals: one piece per request here), plus
+        # the off-axis wall of each NoOverlap2D with running boxes (`add_no_overlap_2d`)
         expected = sum(
             1 + j.units * (sum(a > 0 for a in j.req) + (sum(a > 0 for a in j.req) > 1 or max(j.req) > 1))
             for j in small.instance.jobs
         )
-        assert small.variables == expected
+        assert len(small.walls) == 3  # core, memory, gpu
+        assert small.variables == expected + 3
 
 
 def test_one_box_per_node_run_of_a_running_job() -> None:
@@ -455,23 +457,46 @@ def test_solver_parameters() -> None:
     assert Pcp20Model(inst_fluid()).solver_parameters == {}
 
 
-def test_each_no_overlap_2d_with_running_boxes_has_one_zero_area_box() -> None:
-    """The box that keeps CP-SAT from re-presolving the fixed running boxes at every restart
-    (`add_no_overlap_2d`): width 0, below every axis, and only where running boxes are."""
+def test_each_no_overlap_2d_with_running_boxes_has_one_zero_area_wall() -> None:
+    """The box that keeps CP-SAT from re-presolving the fixed running boxes at every return to
+    level 0 (`add_no_overlap_2d`): width 0 at time 1, at position -1 or just above the axis, and
+    only where running boxes are."""
     built = Pcp20Model(inst_three_types(), fluid=False, drop_dominated=False)
     proto = built.model.proto
     assert built.running_boxes > 0
-    checked = 0
+    domains = []
     for ct in proto.constraints:
         if not ct.has_no_overlap_2d():
             continue
-        checked += 1
         xs = [proto.constraints[i].interval for i in ct.no_overlap_2d.x_intervals]
         ys = [proto.constraints[i].interval for i in ct.no_overlap_2d.y_intervals]
         zero = [(x, y) for x, y in zip(xs, ys) if x.size.offset == 0 and not x.size.vars]
         assert len(zero) == 1
-        assert zero[0][1].start.offset == -1 and zero[0][1].end.offset == 0
-    assert checked == 3  # core, memory, gpu
+        x, y = zero[0]
+        assert x.start.offset == 1 and not x.start.vars
+        assert y.size.offset == 1 and len(y.start.vars) == 1
+        domains.append(list(proto.variables[y.start.vars[0]].domain))
+    assert sorted(domains) == [[-1, -1, 2, 2], [-1, -1, 11, 11], [-1, -1, 14, 14]]  # gpu, core, memory
+
+
+@pytest.mark.parametrize("wall_position", [-1, 1])
+def test_a_zero_width_box_off_the_axis_constrains_nothing(wall_position: int) -> None:
+    """The CP-SAT semantics `add_no_overlap_2d` relies on. A box of width 3 at time 0 on
+    position 0 crosses time 1: it is feasible when the wall is off the axis (positions 0-0), and
+    infeasible when the wall is on it (a zero-width box inside another box's span conflicts)."""
+    m = cp_model.CpModel()
+    s = m.new_int_var(0, 0, "s")
+    xs = [m.new_fixed_size_interval_var(0, 5, ""), m.new_fixed_size_interval_var(s, 3, ""),
+          m.new_fixed_size_interval_var(1, 0, "")]
+    ys = [m.new_fixed_size_interval_var(1, 1, ""), m.new_fixed_size_interval_var(0, 1, ""),
+          m.new_fixed_size_interval_var(wall_position if wall_position < 0 else 0, 1, "")]
+    m.add_no_overlap_2d(xs, ys)
+    expected = cp_model.OPTIMAL if wall_position < 0 else cp_model.INFEASIBLE
+    assert cp_model.CpSolver().solve(m) == expected
+    built = cp_model.CpModel()
+    wall = add_no_overlap_2d(built, [built.new_fixed_size_interval_var(0, 5, "")],
+                             [built.new_fixed_size_interval_var(0, 1, "")], True, 1)
+    assert wall is not None and list(wall.proto.domain) == [-1, -1, 1, 1]
 
 
 @pytest.mark.parametrize("max_units", [128, 1])

@@ -296,23 +296,31 @@ def running_usage(instance: Instance, axes: Axes) -> RunningUsage:
 
 
 def add_no_overlap_2d(
-    m: cp_model.CpModel, xs: list[cp_model.IntervalVar], ys: list[cp_model.IntervalVar], fixed_boxes: bool
-) -> None:
-    """`AddNoOverlap2D`, plus, when some boxes are fixed (running jobs), one box of zero area
-    (width 0 at time 0, on position -1, below every axis: it touches nothing).
+    m: cp_model.CpModel, xs: list[cp_model.IntervalVar], ys: list[cp_model.IntervalVar], fixed_boxes: bool,
+    axis_length: int,
+) -> cp_model.IntVar | None:
+    """`AddNoOverlap2D`, plus, when some boxes are fixed (running jobs), a zero-area box whose
+    bounding rectangle crosses all of them; returns its position variable (to hint at -1).
 
     Why: CP-SAT 9.15 re-runs `PresolveFixed2dRectangles` over all fixed boxes whenever the search
     is back at decision level 0 (after every conflict of its hint-following phase, on every new
     bound), unless some box of the constraint has zero area. With a few hundred running boxes that
-    took 10-140 s per decision on HPC2N, ignoring every time limit. With the zero-area box and
-    `hint_conflict_limit` = 0 (`Pcp20Model.solver_parameters`), the five slowest decisions of an
-    HPC2N slice (12-142 s) took 10-220 ms, with the same objective values. The re-presolve still
-    shows in profiles of the slowest remaining decisions there (about a third of their CPU), for a
-    reason not found yet."""
-    if fixed_boxes:
-        xs = [*xs, m.new_fixed_size_interval_var(0, 0, "zero_area_x")]
-        ys = [*ys, m.new_fixed_size_interval_var(-1, 1, "zero_area_y")]
-    m.add_no_overlap_2d(xs, ys)
+    took 10-140 s per decision on HPC2N, ignoring every time limit. Each level-0 pass also drops
+    the boxes whose bounding rectangle overlaps no other, so a fixed zero-area box off the axis
+    (this function's first version) protected the first pass only: the re-presolve still took two
+    thirds of the solve time of HPC2N's slowest decisions. Hence a box of width 0 at time 1 and
+    height 1 at position -1 or ``axis_length``: either way off the axis, so it constrains nothing
+    (a zero-width box *inside* another one's time span does conflict with it in CP-SAT), while its
+    bounding rectangle spans the axis and meets every running box that lasts >= 2.
+    `hint_conflict_limit` = 0 (`Pcp20Model.solver_parameters`) also avoids the hint-following
+    phase's return to level 0 after each conflict."""
+    if not fixed_boxes:
+        m.add_no_overlap_2d(xs, ys)
+        return None
+    y = m.new_int_var_from_domain(cp_model.Domain.from_values([-1, axis_length]), "zero_area_y")
+    m.add_no_overlap_2d([*xs, m.new_fixed_size_interval_var(1, 0, "zero_area_x")],
+                        [*ys, m.new_fixed_size_interval_var(y, 1, "zero_area_y")])
+    return y
 
 
 class _Values(Protocol):
@@ -353,6 +361,7 @@ class Pcp20Model(BuiltModel):
         self.sparse_domains = sparse_domains
         self.jobs: list[_JobVars] = []
         self.running_boxes = 0
+        self.walls: list[cp_model.IntVar] = []  # see `add_no_overlap_2d`
         self.running_intervals = 0  # fixed [0, remaining) intervals: one constraint each in the proto
         self.hint_complete = False
         self.dropped_types = self._dominated_types() if drop_dominated else frozenset()
@@ -539,7 +548,9 @@ class Pcp20Model(BuiltModel):
                     xs.append(run_interval(rr))
                     ys.append(m.new_fixed_size_interval_var(r0, rh, ""))
                 self.running_boxes += len(y0)
-                add_no_overlap_2d(m, xs, ys, fixed_boxes=len(y0) > 0)
+                wall = add_no_overlap_2d(m, xs, ys, len(y0) > 0, int(axes.capacity[:, t].sum()))
+                if wall is not None:
+                    self.walls.append(wall)
             if implied_cumulative or fluid:
                 intervals = [jv.interval for jv in jobs]
                 demands = [jv.job.units * jv.geo.amounts[jv.geo.types.index(t)] for jv in jobs]
@@ -611,6 +622,8 @@ class Pcp20Model(BuiltModel):
                 if all(key in found for key in keys):
                     for unit, pos in zip(jv.positions, sorted(found[key] for key in keys)):
                         m.add_hint(unit[n], pos)
+        for wall in self.walls:
+            m.add_hint(wall, -1)
         self.hint_complete = complete
         self._hint_objective_aux(plan)
 
