@@ -3,47 +3,74 @@ integer coefficients), and the same objectives evaluated on a plan (for the gree
 the never-worse-than-greedy guarantee).
 
 Scaling: the papers' slowdown sum_j (w_j + s_j + d_j) / d_j is minimised as sum_j c_j * s_j with
-c_j = round(SCALE / d_j); the constant part does not change the argmin. Tardiness
-max(0, (s + w - ewt) / ewt) uses a tardiness variable per job weighted by round(SCALE / ewt).
+c_j proportional to 1 / d_j; the constant part does not change the argmin. The weights are exact
+(c_j = L / d_j, L the least common multiple of the instance's durations) whenever L keeps the
+objective within CP-SAT's integer range, and otherwise the largest scale S that does, rounded:
+each weight is then within a relative d_j / (2 S) of exact (`inverse_weights`). A fixed scale
+(the first version: round(10^6 / d)) was off by more than 10% for jobs longer than 2*10^5 s and
+weighed every job longer than 6.7*10^5 s the same. EWT-weighted objectives use the same weights
+over the EWTs: tardiness max(0, s + w - ewt) / ewt with a tardiness variable per job, and
+HCP1/2's waiting weighted by max_ewt / ewt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from ortools.sat.python import cp_model
 
 from .instance import CpJob, Instance
 
-SCALE = 1_000_000
+#: sum(weights) * span stays below this: CP-SAT rejects objectives that may reach about 2^62,
+#: and leaves some room for its own sums.
+WEIGHT_BUDGET = 2**59
 
 #: Objective names: PCP3/HCP3/PCP'20 slowdown; PCP/PCP1/PCP2 weighted tardiness; HCP1/HCP2
 #: EWT-weighted waiting; and the 2014 objectives.
 KINDS = ("slowdown", "tardiness", "ewt_wait", "makespan", "late_jobs")
 
 
-def slowdown_weight(job: CpJob) -> int:
-    return max(1, round(SCALE / max(1, job.duration)))
+@lru_cache(maxsize=256)
+def inverse_weights(values: tuple[int, ...], span: int) -> tuple[int, ...]:
+    """Integer weights proportional to 1 / v (v clamped to >= 1) for variables in [0, span]:
+    L / v with L = lcm(values) when that fits `WEIGHT_BUDGET`, else round(S / v) with the largest
+    S that fits (never below 1)."""
+    vs = [max(1, v) for v in values]
+    if not vs:
+        return ()
+    # sum(round(S / v)) * span <= (S * sum(1 / v) + len / 2) * span; 1% slack for the floats
+    room = int(0.99 * WEIGHT_BUDGET / (max(1, span) * sum(1 / v for v in vs))) - len(vs)
+    lcm = 1
+    for v in sorted(set(vs)):
+        lcm = math.lcm(lcm, v)
+        if lcm > room:
+            break
+    scale = lcm if lcm <= room else room
+    return tuple(max(1, (2 * scale + v) // (2 * v)) for v in vs)
 
 
-def ewt_weight(job: CpJob) -> int:
-    return max(1, round(SCALE / max(1, job.ewt)))
+def slowdown_weights(instance: Instance) -> tuple[int, ...]:
+    return inverse_weights(tuple(j.duration for j in instance.jobs), instance.horizon)
 
 
-def max_ewt_weight(job: CpJob, max_ewt: int) -> int:
-    return max(1, round(SCALE * max_ewt / max(1, job.ewt)))
+def ewt_weights(instance: Instance) -> tuple[int, ...]:
+    """Weights 1 / ewt for the tardiness (whose variables reach horizon + wait) and for HCP's
+    EWT-weighted waiting (max_ewt / ewt: the same up to a constant factor)."""
+    span = instance.horizon + max((max(0, j.wait) for j in instance.jobs), default=0)
+    return inverse_weights(tuple(j.ewt for j in instance.jobs), span)
 
 
 def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
     """The objective value (as the model computes it) of start times `starts` (relative)."""
     jobs = instance.jobs
     if kind == "slowdown":
-        return sum(slowdown_weight(j) * starts[j.id] for j in jobs)
+        return sum(c * starts[j.id] for c, j in zip(slowdown_weights(instance), jobs))
     if kind == "tardiness":
-        return sum(ewt_weight(j) * max(0, starts[j.id] + j.wait - j.ewt) for j in jobs)
+        return sum(c * max(0, starts[j.id] + j.wait - j.ewt) for c, j in zip(ewt_weights(instance), jobs))
     if kind == "ewt_wait":
-        m = max((j.ewt for j in jobs), default=1)
-        return sum(max_ewt_weight(j, m) * starts[j.id] for j in jobs)
+        return sum(c * starts[j.id] for c, j in zip(ewt_weights(instance), jobs))
     if kind == "makespan":
         ends = [starts[j.id] + j.duration for j in jobs] + [r.remaining for r in instance.running]
         return max(ends, default=0)
@@ -53,28 +80,26 @@ def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
 
 
 def expression(
-    kind: str, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    kind: str, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar],
+    jobs: Sequence[CpJob] | None = None,
 ) -> cp_model.LinearExprT:
-    """Post whatever auxiliary variables `kind` needs and return the expression to minimise."""
-    jobs = instance.jobs
+    """Post whatever auxiliary variables `kind` needs and return the expression to minimise, over
+    `jobs` (default: all the instance's jobs) weighted as in the whole instance, so that bounds
+    computed by `evaluate` on the instance keep their scale."""
     h = instance.horizon
-    if kind == "slowdown":
-        return cp_model.LinearExpr.weighted_sum(
-            [start_vars[j.id] for j in jobs], [slowdown_weight(j) for j in jobs]
-        )
-    if kind == "ewt_wait":
-        m = max((j.ewt for j in jobs), default=1)
-        return cp_model.LinearExpr.weighted_sum(
-            [start_vars[j.id] for j in jobs], [max_ewt_weight(j, m) for j in jobs]
-        )
+    if kind in ("slowdown", "ewt_wait", "tardiness"):
+        of = dict(zip((j.id for j in instance.jobs),
+                      slowdown_weights(instance) if kind == "slowdown" else ewt_weights(instance)))
+    jobs = instance.jobs if jobs is None else jobs
+    if kind in ("slowdown", "ewt_wait"):
+        return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in jobs], [of[j.id] for j in jobs])
     if kind == "tardiness":
-        terms, weights = [], []
+        terms = []
         for j in jobs:
             t = model.new_int_var(0, max(0, h + j.wait), f"tard_{j.id}")
             model.add(t >= start_vars[j.id] + j.wait - j.ewt)
             terms.append(t)
-            weights.append(ewt_weight(j))
-        return cp_model.LinearExpr.weighted_sum(terms, weights)
+        return cp_model.LinearExpr.weighted_sum(terms, [of[j.id] for j in jobs])
     if kind == "makespan":
         lower = max((r.remaining for r in instance.running), default=0)
         mk = model.new_int_var(lower, h + max((j.duration for j in jobs), default=0), "makespan")

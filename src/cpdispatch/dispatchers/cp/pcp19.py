@@ -188,10 +188,10 @@ class PerNodeModel(BuiltModel):
         self.sub_instance = instance if not self.dropped else _with_jobs(instance, self.kept)
         self.objective: cp_model.LinearExprT | None = None
         if objective_kind:
-            self.objective = objectives.expression(objective_kind, m, self.sub_instance, self.start_vars)
+            self.objective = objectives.expression(objective_kind, m, instance, self.start_vars, self.kept)
             m.minimize(self.objective)
         for kind, value in (bounds or {}).items():
-            m.add(objectives.expression(kind, m, self.sub_instance, self.start_vars) <= value)
+            m.add(objectives.expression(kind, m, instance, self.start_vars, self.kept) <= value)
         self._aux = list(range(first_aux, len(m.proto.variables)))
 
     # -- hooks ---------------------------------------------------------------------------------------
