@@ -170,10 +170,8 @@ def contended() -> Snapshot:
     return snapshot(TWO, [(job("a", 0, 2, (2,)), 10), (job("b", 1, 1, (2,)), 10), (job("c", 2, 1, (1,)), 10)])
 
 
-@pytest.mark.parametrize("mode", ["infeasible", "raise"])
-def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy(mode: str) -> None:
+def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy() -> None:
     d = Broken(q_length=8)
-    d.mode = mode
     snap = contended()
     dec = d.decide(snap)
     assert dec.status == "fallback" and [s.job_id for s in dec.starts] == ["a"]  # greedy's start-0 job
@@ -188,6 +186,14 @@ def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy(mode: str) -> Non
     d.build = lambda instance: HcpModel(instance, "slowdown")  # type: ignore[method-assign]
     d.decide(snap)
     assert d.cur_q_length == 8
+
+
+def test_a_builder_bug_propagates() -> None:
+    """Only the solver's outcomes lead to the fallback: a bug must fail, not become a decision."""
+    d = Broken(q_length=8)
+    d.mode = "raise"
+    with pytest.raises(RuntimeError, match="builder bug"):
+        d.decide(contended())
 
 
 def test_a_size_guard_gives_the_greedy_plan_and_keeps_the_queue_length() -> None:

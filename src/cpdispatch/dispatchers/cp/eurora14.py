@@ -131,7 +131,8 @@ class Eurora14(CpDispatcher):
 
     def optimise(self, inst: Instance) -> Outcome:
         """Pure phases for the constrained objectives (their theta), then the primary objective
-        under the bounds; the best plan seen by (violated bounds, primary value). Never raises."""
+        under the bounds; the best plan seen by (violated bounds, primary value). Exceptions other
+        than an inconsistent instance in the greedy plan propagate (they are bugs)."""
         primary = self.kinds[0]
 
         def value(kind: str, plan: Plan) -> int:
@@ -139,7 +140,7 @@ class Eurora14(CpDispatcher):
 
         try:
             greedy: Plan | None = greedy_plan(inst)
-        except Exception:
+        except ValueError:
             greedy = None
         if greedy is not None and not any(greedy.starts.values()):  # all start now: optimal for all
             return Outcome(greedy, "optimal", value(primary, greedy), True)
@@ -151,28 +152,25 @@ class Eurora14(CpDispatcher):
         built: PerNodeModel | None = None
         final: Plan | None = None
         optimal = False
-        try:
-            for kind in self.kinds[1:]:
-                pure = self.model(inst, kind)
-                hint = min(plans, key=partial(value, kind)) if plans else None
-                _, plan = self.solve_once(pure, hint, wall, dtime, quick=quick)
-                if plan is not None:
-                    plans.append(plan)
-                if plans:
-                    thetas[kind] = min(value(kind, p) for p in plans)
-            bounds = composite_bounds(self.kinds, thetas, self.tolerance)
-            while True:
-                built = self.model(inst, primary, bounds)
-                hint = min(plans, key=partial(_rank, inst, primary, bounds)) if plans else None
-                status, final = self.solve_once(built, hint, wall, dtime, quick=quick)
-                if status != cp_model.INFEASIBLE or not bounds:
-                    break
-                bounds.pop(next(reversed(bounds)))  # proven infeasible: drop the last bound
-            optimal = status == cp_model.OPTIMAL
-            if final is not None:
-                plans.append(final)
-        except Exception:
-            final = None
+        for kind in self.kinds[1:]:
+            pure = self.model(inst, kind)
+            hint = min(plans, key=partial(value, kind)) if plans else None
+            _, plan = self.solve_once(pure, hint, wall, dtime, quick=quick)
+            if plan is not None:
+                plans.append(plan)
+            if plans:
+                thetas[kind] = min(value(kind, p) for p in plans)
+        bounds = composite_bounds(self.kinds, thetas, self.tolerance)
+        while True:
+            built = self.model(inst, primary, bounds)
+            hint = min(plans, key=partial(_rank, inst, primary, bounds)) if plans else None
+            status, final = self.solve_once(built, hint, wall, dtime, quick=quick)
+            if status != cp_model.INFEASIBLE or not bounds:
+                break
+            bounds.pop(next(reversed(bounds)))  # proven infeasible: drop the last bound
+        optimal = status == cp_model.OPTIMAL
+        if final is not None:
+            plans.append(final)
         if not plans:
             return Outcome(None, "fallback", None, False, built)
         best = min(plans, key=partial(_rank, inst, primary, bounds))

@@ -275,11 +275,13 @@ class CpDispatcher(Dispatcher):
         )
 
     def optimise(self, inst: Instance) -> Outcome:
-        """The greedy plan, improved by the solver when it can; never raises."""
+        """The greedy plan, improved by the solver when it can. Only the solver's own outcomes (no
+        plan in time, infeasible) and the model's size guard lead to the greedy plan or the
+        fallback; any other exception is a bug and propagates."""
         kind = self.objective_kind
         try:
             greedy: Plan | None = greedy_plan(inst)
-        except Exception:  # an inconsistent instance: the solver may still cope
+        except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
             greedy = None
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
         if greedy is not None and not any(greedy.starts.values()):
@@ -291,14 +293,9 @@ class CpDispatcher(Dispatcher):
             if greedy is None:
                 return Outcome(None, "fallback", None, False)
             return Outcome(greedy, "greedy:too-large", g_obj, None)
-        except Exception:
-            return Outcome(greedy, "fallback", g_obj, False)
-        try:
-            if self.search == "fixed":
-                built.add_search()
-            best, optimal, solved = self.run_policy(built, greedy)
-        except Exception:
-            best, optimal, solved = None, False, False
+        if self.search == "fixed":
+            built.add_search()
+        best, optimal, solved = self.run_policy(built, greedy)
         if best is None:
             return Outcome(greedy, "fallback", g_obj, False, built)
         b_obj = plan_objective(kind, inst, best)
