@@ -132,3 +132,27 @@ def test_queue_timeline() -> None:
     times, queued = queue_timeline(sample_result())
     assert times.tolist() == [0, 10, 20, 30, 50, 100]
     assert queued.tolist() == [0, 1, 2, 1, 2, 0]
+
+
+def classes_result() -> SimulationResult:
+    """(submit, start, run, prediction, queue): short s1 (0, 0, 100, 200, q1), s2 (0, 100, 3599,
+    3599, q1); medium m1 (0, 50, 3600, 1800, none), m2 (0, 0, 18000, none, none); long
+    l1 (0, 1000, 18001, 18001, q2)."""
+    rows = [("s1", 0, 100, 200, "q1"), ("s2", 100, 3599, 3599, "q1"), ("m1", 50, 3600, 1800, ""),
+            ("m2", 0, 18000, None, ""), ("l1", 1000, 18001, 18001, "q2")]
+    records = [JobRecord(Job(i, 0, 1, (1, 0), None, run, queue=q), "completed", start, start + run, pred, on(0))
+               for i, start, run, pred, q in rows]
+    return SimulationResult(two_nodes(), "fifo", "real", records, [])
+
+
+def test_standard_deviations_duration_classes_and_queues() -> None:
+    s = summarize(classes_result())
+    assert s["sd_wait"] == pytest.approx(np.std([0, 100, 50, 0, 1000], ddof=1))
+    assert s["sd_bounded_slowdown"] == pytest.approx(np.std([1, 1 + 100 / 3599, 1 + 50 / 3600, 1, 1 + 1000 / 18001],
+                                                            ddof=1))
+    short, medium, long = (s["by_duration"][c] for c in ("short", "medium", "long"))
+    assert (short["jobs"], short["avg_wait"], short["sd_wait"]) == (2, 50, pytest.approx(np.sqrt(5000)))
+    assert (medium["jobs"], medium["avg_wait"]) == (2, 25)  # 1 h and 5 h are both medium
+    assert (long["jobs"], long["avg_wait"], long["sd_wait"]) == (1, 1000, None)
+    assert {q: v["jobs"] for q, v in s["by_queue"].items()} == {"-": 2, "q1": 2, "q2": 1}
+    assert s["by_queue"]["q2"]["avg_slowdown"] == pytest.approx(1 + 1000 / 18001)

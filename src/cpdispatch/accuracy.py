@@ -15,12 +15,12 @@ import numpy as np
 
 from .records import JobRecord
 
-QUANTILES: tuple[int, ...] = (5, 25, 50, 75, 95)
+QUANTILES: tuple[int, ...] = (1, 5, 10, 25, 50, 75, 90, 95, 99)  # enough to draw CP'19 Fig. 1
 BAND: tuple[float, float] = (0.75, 1.25)  # the CP'19 paper's "accurate" band of A
 
 
 def prediction_accuracy(records: Iterable[JobRecord]) -> dict[str, Any]:
-    """count, mae_s, under_rate, over_rate, exact_rate, ratio_q05..ratio_q95 (quantiles of A),
+    """count, mae_s, under_rate, over_rate, exact_rate, ratio_q01..ratio_q99 (quantiles of A),
     within_band (share with 0.75 <= A <= 1.25). Rates and statistics are None when count is 0."""
     pred: list[int] = []
     act: list[int] = []

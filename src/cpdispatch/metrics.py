@@ -12,6 +12,10 @@ Definitions (AccaSim's where it has one, so numbers compare with the papers):
 - makespan = last end - first start (AccaSim's "last completion - first dispatch").
 - utilization[type] = sum(units * req * run) / (capacity * span), span = last end - first
   submit of the workload: the time-averaged share of capacity in use while the trace is live.
+- sd_* = sample standard deviation over jobs (ddof = 1; the papers' error bars), None below 2 jobs.
+- by_duration: the same statistics per class of real run time, short < 1 h <= medium <= 5 h <
+  long (CP'19 Fig. 4); by_queue: per queue of the trace (the 2014 paper's Tables 4-5; jobs
+  without one under "-").
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import numpy as np
 from .records import SimulationResult
 
 BOUND_S = 10  # bounded slowdown threshold, seconds
+#: CP'19 Fig. 4's duration classes: upper bounds in seconds of short and medium (inclusive of 5 h)
+SHORT_S, MEDIUM_S = 3600, 5 * 3600
 
 
 def _stat(x: np.ndarray, fn: str, q: float = 50.0) -> float | None:
@@ -34,11 +40,29 @@ def _stat(x: np.ndarray, fn: str, q: float = 50.0) -> float | None:
         return float(x.mean())
     if fn == "max":
         return float(x.max())
+    if fn == "sd":
+        return float(x.std(ddof=1)) if x.size > 1 else None
     return float(np.percentile(x, q))
 
 
+def _job_stats(a: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, Any]:
+    """Jobs, mean and sample sd of wait, slowdown and bounded slowdown over the jobs in `mask`."""
+    out: dict[str, Any] = {"jobs": int(mask.sum())}
+    for key, name in (("wait", "wait"), ("slowdown", "slowdown"), ("bounded_slowdown", "bounded_slowdown")):
+        x = a[key][mask]
+        out[f"avg_{name}"] = _stat(x, "mean")
+        out[f"sd_{name}"] = _stat(x, "sd")
+    return out
+
+
+def duration_classes(run: np.ndarray) -> np.ndarray:
+    """'short' / 'medium' / 'long' per job by real run time (CP'19 Fig. 4)."""
+    return np.where(run < SHORT_S, "short", np.where(run <= MEDIUM_S, "medium", "long"))
+
+
 def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
-    """Per started job (completed + killed): submit, start, end, wait, run, slowdown, bsld."""
+    """Per started job (completed + killed): submit, start, end, wait, run, slowdown, bsld and
+    its queue ("-": none)."""
     started = [r for r in result.records if r.start is not None and r.end is not None]
     submit = np.fromiter((r.job.submit for r in started), dtype=np.int64, count=len(started))
     start = np.fromiter((r.start for r in started), dtype=np.int64, count=len(started))
@@ -48,8 +72,9 @@ def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
     safe = np.where(run > 0, run, 1)
     slowdown = np.where(run > 0, (wait + run) / safe, np.maximum(1, wait)).astype(np.float64)
     bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+    queue = np.array([r.job.queue or "-" for r in started], dtype=object)
     return {"submit": submit, "start": start, "end": end, "wait": wait, "run": run,
-            "slowdown": slowdown, "bounded_slowdown": bsld}
+            "slowdown": slowdown, "bounded_slowdown": bsld, "queue": queue}
 
 
 def _used_area(result: SimulationResult) -> np.ndarray:
@@ -84,6 +109,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
     wall = np.fromiter((d.wall_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
     cpu = np.fromiter((d.cpu_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
     dstatus = Counter(d.status for d in result.decisions)
+    classes = duration_classes(a["run"])
 
     return {
         "system": result.system.name,
@@ -97,13 +123,18 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "skipped_lines": len(result.skipped),
         "refused_decisions": len(result.refused),
         "avg_wait": _stat(wait, "mean"),
+        "sd_wait": _stat(wait, "sd"),
         "max_wait": _stat(wait, "max"),
         "p50_wait": _stat(wait, "pct", 50),
         "p95_wait": _stat(wait, "pct", 95),
         "avg_slowdown": _stat(a["slowdown"], "mean"),
+        "sd_slowdown": _stat(a["slowdown"], "sd"),
         "max_slowdown": _stat(a["slowdown"], "max"),
         "avg_bounded_slowdown": _stat(a["bounded_slowdown"], "mean"),
+        "sd_bounded_slowdown": _stat(a["bounded_slowdown"], "sd"),
         "max_bounded_slowdown": _stat(a["bounded_slowdown"], "max"),
+        "by_duration": {c: _job_stats(a, classes == c) for c in ("short", "medium", "long")},
+        "by_queue": {q: _job_stats(a, a["queue"] == q) for q in sorted(set(a["queue"].tolist()))},
         "first_submit": first_submit,
         "first_start": int(a["start"].min()) if a["start"].size else None,
         "last_end": last_end,
