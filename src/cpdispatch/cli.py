@@ -6,9 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CpdispatchError
+
+if TYPE_CHECKING:
+    from .records import SimulationResult
+    from .simulator import SimOptions
+    from .system import System
+    from .workloads import Workload
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 
@@ -43,36 +49,25 @@ def run_simulation(
     progress: bool | None = None,
     plots: bool = True,
 ) -> dict[str, Any]:
-    """Load, simulate, write the contract files; returns the summary."""
-    from .dispatchers import make_dispatcher
+    """Load, simulate (or replay the recorded schedule), write the contract files; returns the
+    summary."""
+    from . import recorded
     from .metrics import summarize
     from .outputs import write_outputs
-    from .predictors import make_predictor
-    from .simulator import SimOptions, simulate
+    from .simulator import SimOptions
     from .system import load_system
     from .workloads import load_workload, scale_arrivals
 
     system = load_system(system_name)
     workload = load_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
     workload = scale_arrivals(workload, load_factor)
-    opts = dict(options or {})
-    disp = make_dispatcher(dispatcher, opts)
-    if "seed" in {o.name for o in disp.options} and "seed" not in opts:
-        disp = make_dispatcher(dispatcher, {**opts, "seed": str(seed)})
-    pred = make_predictor(predictor)
-    hook = None
-    recorder = None
-    if record_instances:
-        from .instances import InstanceRecorder
-
-        recorder = InstanceRecorder(record_instances)
-        hook = recorder.record
-    sim_opts = SimOptions(kill_at_walltime, charge_dispatch_time, progress)
-    try:
-        result = simulate(system, workload, disp, pred, sim_opts, on_decision=hook)
-    finally:
-        if recorder is not None:
-            recorder.close()
+    if dispatcher == recorded.NAME:  # the trace's own schedule: replayed, not dispatched
+        if options or record_instances:
+            raise CpdispatchError("the recorded schedule takes no dispatcher options and makes no instances")
+        result = recorded.replay_recorded(system, workload, kill_at_walltime)
+    else:
+        result = _simulate(system, workload, dispatcher, predictor, options, seed, record_instances,
+                           SimOptions(kill_at_walltime, charge_dispatch_time, progress))
     result.dispatcher = dispatcher  # the name the user typed (an alias such as hcp19 stays hcp19)
     result.options.update(
         {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "skip_jobs": skip,
@@ -86,6 +81,33 @@ def run_simulation(
 
             plot_run(result, out)
     return {"summary": summary, "result": result}
+
+
+def _simulate(
+    system: System, workload: Workload, dispatcher: str, predictor: str, options: dict[str, str] | None, seed: int,
+    record_instances: str | None, sim_opts: SimOptions,
+) -> SimulationResult:
+    from .dispatchers import make_dispatcher
+    from .predictors import make_predictor
+    from .simulator import simulate
+
+    opts = dict(options or {})
+    disp = make_dispatcher(dispatcher, opts)
+    if "seed" in {o.name for o in disp.options} and "seed" not in opts:
+        disp = make_dispatcher(dispatcher, {**opts, "seed": str(seed)})
+    pred = make_predictor(predictor)
+    hook = None
+    recorder = None
+    if record_instances:
+        from .instances import InstanceRecorder
+
+        recorder = InstanceRecorder(record_instances)
+        hook = recorder.record
+    try:
+        return simulate(system, workload, disp, pred, sim_opts, on_decision=hook)
+    finally:
+        if recorder is not None:
+            recorder.close()
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -151,6 +173,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_dispatchers(args: argparse.Namespace) -> int:
+    from . import recorded
     from .dispatchers.base import aliases_of, registry
     from .predictors import PREDICTORS
 
@@ -170,6 +193,7 @@ def cmd_dispatchers(args: argparse.Namespace) -> int:
         print("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
         for opt in shared.values():
             print(f"    {opt.name} = {opt.default!r}: {opt.help}")
+    print(f"{recorded.NAME}: {recorded.SUMMARY}")
     print(f"\npredictors: {', '.join(PREDICTORS)}")
     return 0
 

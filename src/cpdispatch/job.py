@@ -13,6 +13,8 @@ class Job:
     trace has none); `runtime` is the real duration that drives the simulation and is never shown
     to a dispatcher. `line` is the source line, kept for error messages and reports. `default_walltime` is the
     documented stand-in a reader sets when the trace has no walltime (see `estimate`).
+    `recorded_wait` is the wait the real system's scheduler gave the job (SWF field 3; None when
+    unknown or meaningless, e.g. after rescaling arrivals): the `recorded` baseline replays it.
     """
 
     id: str
@@ -26,6 +28,7 @@ class Job:
     queue: str = ""
     line: int = 0
     default_walltime: int | None = None
+    recorded_wait: int | None = None
 
     @property
     def estimate(self) -> int:

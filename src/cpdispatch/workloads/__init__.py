@@ -100,7 +100,7 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
     t0 = min(everyone)
 
     def scaled(job: Job) -> Job:
-        return replace(job, submit=t0 + int((job.submit - t0) / factor))
+        return replace(job, submit=t0 + int((job.submit - t0) / factor), recorded_wait=None)
 
     notes = {**workload.notes, "load_factor": f"inter-arrival times divided by {factor:g}"}
     return Workload(

@@ -6,7 +6,8 @@ Default ("accasim") rule — each SWF processor is one job unit:
   else field 7 (used KB per processor), in MB rounded up, only when the system has a `mem` type.
   walltime = field 9 (-1: none), runtime = field 4, user = field 12, queue = field 15,
   name = field 14 (executable number, the only name-like SWF field), id = field 1, submit = field 2.
-  Missing values (-1) of user, queue and executable become "".
+  Missing values (-1) of user, queue and executable become "". recorded_wait = field 3 (the real
+  scheduler's wait, for the `recorded` baseline; None when -1 or not a whole number).
 
 KIT rule (system `kit-forhlr2`, or rule="kit"; the PCP'20 authors' KIT tweaker): partition (field 16)
   1 = thin nodes (20 cores), anything else = fat nodes (48 cores). With cpn the node's cores:
@@ -20,7 +21,7 @@ Jobs whose processor count is missing in both fields (or 0), or whose run time i
 simulated: they are *rejected* with a reason, not skipped. Malformed lines (not 18 fields; a field
 the mapping uses that is non-numeric, negative other than -1, or a negative submit time) raise
 InputError in strict mode and are collected in `Workload.skipped` otherwise. Fields the mapping does
-not use (wait, average CPU time — a float in HPC2N —, status, group, 17, 18) are not checked: the
+not use (average CPU time — a float in HPC2N —, status, group, 17, 18) are not checked: the
 per-line path stays lean (RICC, 447,794 lines, reads in about 1.5 s). Jobs without walltime get the
 queue default (native.fill_default_walltime). Lines starting with `;` are comments; `; Key: value`
 header lines are kept in notes["header"].
@@ -47,6 +48,12 @@ RULES = ("accasim", "kit")
 KIT_SYSTEM = "kit-forhlr2"
 KIT_THIN_CORES, KIT_FAT_CORES = 20, 48
 KIT_THIN_NODES, KIT_FAT_NODES = 1152, 21
+
+
+def _recorded_wait(field: str) -> int | None:
+    """Field 3 (the real system's wait), or None when unknown (-1) or not a whole number: only the
+    `recorded` baseline reads it, so a bad value must not cost the job its place in other runs."""
+    return int(field) if field.isdigit() else None
 
 
 def kit_units(processors: int, partition: int) -> tuple[int, int]:
@@ -168,6 +175,7 @@ def read_swf(
             job = Job(
                 f[0], submit, units, req, wall if wall >= 0 else None, run,
                 f[11] if user >= 0 else "", f[13] if exe >= 0 else "", f[14] if queue >= 0 else "", lineno,
+                recorded_wait=_recorded_wait(f[2]),
             )
             if reason:
                 rejected.append(Rejection(job, reason))
