@@ -36,12 +36,12 @@ SUMMARY = ("the schedule the trace's own scheduler produced: every job at submit
 def _overcommit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...]:
     """Nodes for `units` units that do not fit: one by one on the node able to host a unit (by
     capacity) whose tightest requested type has the most room left, going negative if need be."""
-    kinds = [k for k, a in enumerate(req) if a > 0]
+    kinds = np.flatnonzero(np.asarray(req) > 0)
+    amounts = np.asarray(req)[kinds]
     hosts = np.flatnonzero(units_fitting(capacity, req) > 0)
     picked = []
     for _ in range(units):
-        room = (free[np.ix_(hosts, np.asarray(kinds, dtype=np.intp))] / np.asarray([req[k] for k in kinds])).min(axis=1) if kinds else None
-        node = int(hosts[int(np.argmax(room))]) if room is not None else int(hosts[0])
+        node = int(hosts[int(np.argmax((free[np.ix_(hosts, kinds)] / amounts).min(axis=1)))]) if kinds.size else 0
         free[node] -= req
         picked.append(node)
     return tuple(picked)

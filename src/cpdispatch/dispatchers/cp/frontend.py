@@ -49,7 +49,7 @@ from .instance import BuiltModel, CpJob, CpRunning, Instance, ModelTooLarge, Pla
 
 PRIORITIES = ("slowdown", "ewt", "ewt-shipped")
 POLICIES = ("fast", "paper", "cp19", "pcp20", "doubling")
-SEARCHES = ("portfolio", "fixed")
+SEARCHES = ("portfolio", "fixed", "paper")
 #: CP'20 code: extend the search by 0.5 s while no solution; HCP base: double below 150 s.
 PCP20_EXTENSION = 0.5
 DOUBLING_CAP = 150.0
@@ -70,7 +70,10 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("seed", 0, "CP-SAT random seed"),
     ("deterministic_time", 0.0, "> 0: deterministic-time limits instead of wall limits (first limit)"),
     ("fastpath", True, "start the whole queue without a model when it fits now"),
-    ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy)"),
+    ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy) | paper "
+                            "(the version's own: the solver's default for PCP, PCP1, PCP2, else fixed)"),
+    ("fallback", True, "start the greedy plan when the solver finds none (false: start nothing, as the "
+                       "papers' dispatchers)"),
     ("allocator", "scarce-fit", "allocation outside the model (fast path, greedy plan, HCP): "
                                 "scarce-fit or best-fit (the papers')"),
     ("reallocate", False, "enact the demand-aware allocation of the jobs the model starts now when it "
@@ -123,12 +126,17 @@ class CpDispatcher(Dispatcher):
     """Base of every CP dispatcher. Subclasses set `objective_kind` and implement `build`.
 
     Class switches for the versions: `selection` "fit-now" (CP'19 versions, PCP'20) or "queue"
-    (HCP base: the first jobs in queue order, fitting or not); `duration_tiebreak` (PCP'20's
-    shorter-duration tie-break before area); `paper_policy` (what time_policy=paper means).
+    (HCP base: the first jobs in queue order, fitting or not); `postpone_rest` (HCP base: the
+    rest of the queue stays in the model, fixed at the end of the horizon); `duration_tiebreak`
+    (PCP'20's shorter-duration tie-break before area); `paper_policy` (what time_policy=paper
+    means); `paper_search` (what search=paper means: CP'19 Sect. 5, PCP to PCP2 use the solver's
+    default search, every other version the custom one).
     """
 
     objective_kind: ClassVar[str] = "slowdown"
     selection: ClassVar[str] = "fit-now"
+    postpone_rest: ClassVar[bool] = False
+    paper_search: ClassVar[str] = "fixed"
     duration_tiebreak: ClassVar[bool] = False
     paper_policy: ClassVar[str] = "cp19"
     options = cp_options()
@@ -149,6 +157,7 @@ class CpDispatcher(Dispatcher):
     deterministic_time: float
     fastpath: bool
     search: str
+    fallback: bool
     allocator: str
     reallocate: bool
     blocked: int
@@ -169,6 +178,7 @@ class CpDispatcher(Dispatcher):
         self._max_ewt = max(self._ewt.values())
         self.cur_q_length = self.q_length
         self.policy = self.paper_policy if self.time_policy == "paper" else self.time_policy
+        self.search_kind = self.paper_search if self.search == "paper" else self.search
 
     @abstractmethod
     def build(self, instance: Instance) -> BuiltModel:
@@ -224,17 +234,19 @@ class CpDispatcher(Dispatcher):
         def clamp(x: int) -> int:
             return max(1, x) if self.clamp else x
 
-        jobs = tuple(
-            CpJob(q.job.id, q.job.units, q.job.req, clamp(q.predicted), now - q.job.submit,
-                  self.ewt_of(q.job), q.job.queue)
-            for q in selected
-        )
+        def cp_job(q: QueuedJob) -> CpJob:
+            return CpJob(q.job.id, q.job.units, q.job.req, clamp(q.predicted), now - q.job.submit,
+                         self.ewt_of(q.job), q.job.queue)
+
+        jobs = tuple(cp_job(q) for q in selected)
+        chosen = {j.id for j in jobs}
+        postponed = tuple(cp_job(q) for q in snapshot.queued if q.job.id not in chosen) if self.postpone_rest else ()
         running = tuple(
             CpRunning(r.job.id, r.job.units, r.job.req, clamp(r.predicted_end - now), r.alloc, now - r.start)
             for r in snapshot.running
         )
-        horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
-        return Instance(now, snapshot.system, jobs, running, snapshot.free, horizon, self._alloc.weights)
+        horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs + postponed))
+        return Instance(now, snapshot.system, jobs, running, snapshot.free, horizon, self._alloc.weights, postponed)
 
     # -- decision -----------------------------------------------------------------------------
 
@@ -284,7 +296,7 @@ class CpDispatcher(Dispatcher):
         except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
             greedy = None
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
-        if greedy is not None and not any(greedy.starts.values()):
+        if greedy is not None and not any(greedy.starts.values()) and not inst.postponed:
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
         try:
@@ -293,13 +305,13 @@ class CpDispatcher(Dispatcher):
             if greedy is None:
                 return Outcome(None, "fallback", None, False)
             return Outcome(greedy, "greedy:too-large", g_obj, None)
-        if self.search == "fixed":
+        if self.search_kind == "fixed":
             built.add_search()
         best, optimal, solved = self.run_policy(built, greedy)
         if best is None:
-            return Outcome(greedy, "fallback", g_obj, False, built)
+            return Outcome(greedy if self.fallback else None, "fallback", g_obj, False, built)
         b_obj = plan_objective(kind, inst, best)
-        if g_obj is not None and greedy is not None and g_obj < b_obj:
+        if self.fallback and g_obj is not None and greedy is not None and g_obj < b_obj:
             return Outcome(greedy, "fallback", g_obj, solved, built)
         return Outcome(best, "optimal" if optimal else "feasible", b_obj, solved, built)
 
@@ -382,7 +394,7 @@ class CpDispatcher(Dispatcher):
             p.keep_symmetry_in_presolve = True
         for name, value in built.solver_parameters.items():
             setattr(p, name, value)
-        if self.search == "fixed":
+        if self.search_kind == "fixed":
             p.search_branching = cp_model.FIXED_SEARCH
         elif quick:
             p.search_branching = cp_model.PORTFOLIO_WITH_QUICK_RESTART_SEARCH

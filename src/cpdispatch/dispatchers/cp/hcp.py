@@ -4,8 +4,11 @@ Hybrid: CP-SAT schedules the jobs against each resource type's system total (one
 type, node boundaries ignored), then the jobs planned at 0 are placed by best fit in priority
 order, skipping those the nodes cannot hold (they wait for the next call).
 
-Versions (only these differ): `hcp` — the first jobs in queue order, EWT-weighted waiting, no
-clamp, the time limit doubled only while no solution (`time_policy=paper`); `hcp1` — fit-now
+Versions (only these differ): `hcp` — the first m jobs in queue order, the rest of the queue kept
+in the model but fixed at the end of the horizon (s = eoh - d: when their total demand exceeds a
+type's capacity the model is infeasible and, with `fallback=false`, nothing starts: the failure
+mode version 1 fixes by leaving them out), EWT-weighted waiting, no clamp, the time limit doubled
+only while no solution (`time_policy=paper`); `hcp1` — fit-now
 selection, EWT priority, no clamp; `hcp2` — plus the clamp; `hcp3` = `hcp19` — slowdown priority
 and objective.
 """
@@ -21,14 +24,15 @@ from .objectives import expression
 
 
 class HcpModel(BuiltModel):
-    """One interval per job; running jobs fixed at [0, remaining); a cumulative per requested type
-    on the system total. A running job whose remaining time is <= 0 (no clamp) holds nothing."""
+    """One interval per job; running jobs fixed at [0, remaining) and postponed jobs at
+    [horizon - d, horizon); a cumulative per requested type on the system total. A running job
+    whose remaining time is <= 0 (no clamp) holds nothing."""
 
     def __init__(self, instance: Instance, objective_kind: str) -> None:
         super().__init__(instance, objective_kind)
         m, h = self.model, instance.horizon
         totals = instance.system.totals
-        kinds = [k for k in range(len(totals)) if any(j.req[k] > 0 for j in instance.jobs)]
+        kinds = [k for k in range(len(totals)) if any(j.req[k] > 0 for j in instance.jobs + instance.postponed)]
         demands: dict[int, list[int]] = {k: [] for k in kinds}
         intervals: list[cp_model.IntervalVar] = []
         for r in instance.running:
@@ -36,6 +40,11 @@ class HcpModel(BuiltModel):
                 intervals.append(m.new_fixed_size_interval_var(0, r.remaining, f"run_{r.id}"))
                 for k in kinds:
                     demands[k].append(r.units * r.req[k])
+        for p in instance.postponed:
+            if p.duration > 0:
+                intervals.append(m.new_fixed_size_interval_var(h - p.duration, p.duration, f"postponed_{p.id}"))
+                for k in kinds:
+                    demands[k].append(p.units * p.req[k])
         for j in instance.jobs:
             s = m.new_int_var(0, h, f"s_{j.id}")
             self.start_vars[j.id] = s
@@ -78,6 +87,7 @@ class Hcp(_Hcp):
     name = "hcp"
     summary = "HCP base (CP'19 ablation): first jobs in queue order, EWT waiting, no clamp"
     selection = "queue"
+    postpone_rest = True
     paper_policy = "doubling"
     options = cp_options(clamp=False, priority="ewt", ewt="default=1800")
 

@@ -48,7 +48,9 @@ class Instance:
     amount free now (capacity minus running usage). `horizon` bounds every start: the sum of all
     durations (running remaining + queued), as in the papers' end of horizon. `weights` are the
     allocator's per-type scarcity weights (`allocators.best_fit`; None: plain best fit), for
-    every allocation the front end and the greedy plan make outside the model.
+    every allocation the front end and the greedy plan make outside the model. `postponed` are
+    the queued jobs HCP base keeps in its model beyond the first m, fixed at the end of the
+    horizon ([horizon - d, horizon), CP'19 Sect. 2.2); their durations are in `horizon`.
     """
 
     time: int
@@ -58,6 +60,7 @@ class Instance:
     free: np.ndarray
     horizon: int
     weights: np.ndarray | None = None
+    postponed: tuple[CpJob, ...] = ()
 
     @property
     def capacity(self) -> np.ndarray:

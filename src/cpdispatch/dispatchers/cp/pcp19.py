@@ -348,6 +348,7 @@ class Pcp(PerNodeDispatcher):
     summary = "PCP base (CP'19 ablation): every queued job, full node capacity, EWT tardiness, no clamp"
     selection = "queue"
     paper_policy = "pcp-base"
+    paper_search = "portfolio"
     options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT)
 
     def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan | None, bool, bool]:
@@ -380,12 +381,14 @@ class Pcp(PerNodeDispatcher):
 class Pcp1(PerNodeDispatcher):
     name = "pcp1"
     summary = "PCP1: fit-now selection (q_length 100), EWT priority and tardiness, no clamp"
+    paper_search = "portfolio"
 
 
 @registered()
 class Pcp2(PerNodeDispatcher):
     name = "pcp2"
     summary = "PCP2: PCP1 plus the underestimation fix (durations and remaining times >= 1)"
+    paper_search = "portfolio"
     options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT)
 
 
