@@ -259,12 +259,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--plot", help="write a figure (PNG): mean wait per dispatcher and cell, 95%% intervals")
-    ap.add_argument("--from-json", help="report the runs saved by --json instead of simulating")
+    ap.add_argument("--from-json", nargs="+", help="report the runs saved by --json (one or more files, "
+                                                     "merged) instead of simulating")
     ap.add_argument("--markdown", action="store_true", help="also print the README's tables")
     args = ap.parse_args(argv)
     if args.from_json:
-        with open(args.from_json) as fh:
-            saved = json.load(fh)
+        saved = []
+        for path in args.from_json:
+            with open(path) as fh:
+                saved += json.load(fh)
         fields = Cell.__dataclass_fields__
         results = {Cell(**{k: v for k, v in r.items() if k in fields}): r for r in saved}
     else:

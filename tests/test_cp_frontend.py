@@ -252,7 +252,7 @@ def test_never_worse_than_greedy() -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
-def test_decisions_are_valid_and_never_worse_than_greedy(seed: int) -> None:
+def test_decisions_are_valid(seed: int) -> None:
     rng = np.random.default_rng(seed)
     sys_ = System.build("r", [NodeGroup("a", 2, {"core": 4, "mem": 4}), NodeGroup("b", 2, {"core": 2, "mem": 8})])
     free = np.array(sys_.capacity)
@@ -274,11 +274,6 @@ def test_decisions_are_valid_and_never_worse_than_greedy(seed: int) -> None:
         for n in s.nodes:
             work[n] -= q.job.req
     assert (work >= 0).all()
-    if dec.status not in {"fastpath", "empty"}:
-        d2 = Hcp3()
-        inst = d2.instance(snap, d2.select(snap, d2.order(snap)))
-        assert dec.objective is not None
-        assert dec.objective <= plan_objective("slowdown", inst, greedy_plan(inst))
 
 
 def test_same_snapshot_same_decision() -> None:
@@ -305,8 +300,15 @@ def test_subclass_contract() -> None:
             return HcpModel(instance, self.objective_kind)
 
     values: dict[str, Any] = {"priority": "ewt", "time_policy": "cp19", "deterministic_time": 0.01}
-    dec = Minimal(**values).decide(contended())
-    assert dec.status in {"optimal", "feasible"} and dec.starts
+    d = Minimal(**values)
+    snap = contended()
+    inst = d.instance(snap, d.select(snap, d.order(snap)))
+    # EWT priority: a (4 cores), b, c. Greedy: a now, b and c at 10 (waiting sum 20); the
+    # optimum of the EWT-weighted waiting starts b and c now and a at 10 (sum 10)
+    assert greedy_plan(inst).starts == {"a": 0, "b": 10, "c": 10}
+    dec = d.decide(snap)
+    assert dec.status == "optimal" and sorted(s.job_id for s in dec.starts) == ["b", "c"]
+    assert dec.objective == plan_objective("ewt_wait", inst, {"a": 10, "b": 0, "c": 0})
 
 
 def test_model_solver_parameters_and_conflict_limit_reach_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
