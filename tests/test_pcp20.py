@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp import objectives
+from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, add_no_overlap_2d, axes_of
@@ -513,11 +514,22 @@ def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
     free = np.array(sys_.capacity)
     free[0] -= (4, 4)
     snap = Snapshot(10, sys_, queued, (RunningJob(run, 0, 20, on(0, 0)),), free)
-    decision = make_dispatcher("pcp20", {"max_units": str(max_units)}).decide(snap)
+    disp = make_dispatcher("pcp20", {"max_units": str(max_units)})
+    assert isinstance(disp, CpDispatcher)
+    inst = disp.instance(snap, disp.select(snap, disp.order(snap)))
+    greedy = greedy_plan(inst)
+    decision = disp.decide(snap)
     work = free.copy()
     for s in decision.starts:
         job = next(q.job for q in queued if q.job.id == s.job_id)
         for k in s.nodes:
             work[k] -= job.req
     assert (work >= 0).all()
-    assert decision.starts
+    if max_units == 1:  # the size guard: the greedy plan's jobs at 0, no solve
+        assert decision.status == "greedy:too-large"
+        assert sorted(s.job_id for s in decision.starts) == sorted(j for j, t in greedy.starts.items() if t == 0)
+    else:  # the model improves on the greedy plan (q1 waits so that q2 and q3 start now)
+        assert decision.status == "optimal"
+        assert decision.objective is not None
+        assert decision.objective < objectives.evaluate("slowdown", inst, greedy.starts)
+        assert sorted(s.job_id for s in decision.starts) == ["q0", "q2", "q3"]
