@@ -188,9 +188,10 @@ def test_decide_valid_starts(objective: str) -> None:
     disp = dispatcher(objective=objective, fastpath=False, time_policy="paper")
     decision = disp.decide(snap)
     valid_starts(snap, decision)
-    assert decision.starts
     assert decision.variables and decision.variables > 0
-    assert decision.status in ("optimal", "feasible", "fallback")
+    assert decision.status == "optimal"  # a small case: every phase proves its optimum
+    # the two debug jobs (EWT 60 s) fit now and are late soonest: every objective starts them
+    assert sorted(s.job_id for s in decision.starts) == ["dbg", "dbg2"]
     started = {s.job_id for s in decision.starts}
     assert started | set(decision.plan) == {q.job.id for q in snap.queued}
 
