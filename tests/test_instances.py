@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from cpdispatch.cli import main
@@ -288,4 +289,10 @@ def test_compare_pcp20_pcp19(tmp_path: Path) -> None:
     for i in both:
         assert int(by[i, "pcp20"]["variables"]) > 0 and int(by[i, "pcp19"]["variables"]) > 0
         assert by[i, "pcp20"]["constraints"] and by[i, "pcp19"]["constraints"]
+    # the reported ratios are the per-instance ratios of the rows (Figures 6 and 7)
+    vr = [int(by[i, "pcp20"]["variables"]) / int(by[i, "pcp19"]["variables"]) for i in both]
+    tr = [float(by[i, "pcp20"]["solve_ms"]) / float(by[i, "pcp19"]["solve_ms"]) for i in both]
+    assert stats[0]["variables_ratio_median"] == pytest.approx(float(np.median(vr)))
+    assert stats[0]["variables_ratio_below_0.1"] == pytest.approx(sum(r < 0.1 for r in vr) / len(vr))
+    assert stats[0]["time_ratio_median"] == pytest.approx(float(np.median(tr)), rel=1e-2)
     assert _is_png(tmp_path / "cmp" / "variables_ratio.png") and _is_png(tmp_path / "cmp" / "time_ratio.png")
