@@ -165,10 +165,10 @@ def test_plan_objective_matches_evaluate() -> None:
     assert plan_objective("slowdown", inst, plan) == plan_objective("slowdown", inst, plan.starts) == 4 * 500_000
 
 
-def test_large_system_is_fast() -> None:
-    """CEA-Curie-sized: 5,544 nodes, 400 running jobs, 100 queued jobs."""
-    import time
-
+def test_large_system_plan_is_valid() -> None:
+    """CEA-Curie-sized: 5,544 nodes of three kinds, 400 running jobs, 100 queued jobs: every job
+    planned, node capacities respected at every start and release. (Its speed is measured by
+    `benchmarks/bench_cp.py`, not asserted here.)"""
     rng = np.random.default_rng(0)
     sys_ = System.build("big", [NodeGroup("thin", 5040, {"core": 16, "mem": 64}),
                                 NodeGroup("fat", 360, {"core": 32, "mem": 128}),
@@ -183,8 +183,19 @@ def test_large_system_is_fast() -> None:
     jobs = [CpJob(f"j{i}", int(rng.integers(1, 3000)), (1, int(rng.integers(0, 3)), 0),
                   int(rng.integers(1, 50000)), 0) for i in range(100)]
     inst = Instance(0, sys_, tuple(jobs), tuple(running), free, 10**7)
-    t0 = time.perf_counter()
     plan = greedy_plan(inst)
-    elapsed = time.perf_counter() - t0
-    assert len(plan.starts) == 100
-    assert elapsed < 5.0  # typically well under a second; generous for loaded CI machines
+    assert set(plan.starts) == {j.id for j in jobs} and all(len(plan.nodes[j.id]) == j.units for j in jobs)
+    # a sweep over start and release events (releases first at equal times): per node, in use <= capacity
+    events: list[tuple[int, int, int, np.ndarray]] = []
+    for r in running:
+        for node, count in zip(r.alloc.nodes, r.alloc.counts):
+            amount = count * np.asarray(r.req)
+            events += [(0, 1, node, amount), (max(1, r.remaining), 0, node, -amount)]
+    for j in jobs:
+        s, e = plan.starts[j.id], plan.starts[j.id] + max(1, j.duration)
+        for node, count in zip(*np.unique(plan.nodes[j.id], return_counts=True)):
+            events += [(s, 1, int(node), count * np.asarray(j.req)), (e, 0, int(node), -count * np.asarray(j.req))]
+    used = np.zeros_like(sys_.capacity)
+    for _, _, node, amount in sorted(events, key=lambda ev: ev[:3]):
+        used[node] += amount
+        assert (used[node] <= sys_.capacity[node]).all()

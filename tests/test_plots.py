@@ -1,14 +1,16 @@
-"""Plots and the results table: files are produced, edge cases do not crash."""
+"""Plots and the results table: what is drawn is the run's data; edge cases do not crash."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from cpdispatch import plots
 from cpdispatch.metrics import summarize
-from cpdispatch.plots import _bins, plot_comparison, plot_run
+from cpdispatch.plots import DAY, _bins, plot_comparison, plot_run
 from cpdispatch.report import format_table
 
 from .test_metrics import empty_result, sample_result
@@ -20,21 +22,55 @@ def _is_png(p: Path) -> bool:
     return p.exists() and p.stat().st_size > 1000 and p.read_bytes()[:8] == PNG
 
 
-def test_plot_run(tmp_path: Path) -> None:
-    paths = plot_run(sample_result(), tmp_path)
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The figures the plot functions save, by file name (so tests can read what was drawn)."""
+    figures: dict[str, Any] = {}
+    save = plots._save
+
+    def keep(fig: Any, path: Path) -> Path:
+        figures[path.name] = fig
+        fig.canvas.draw()  # before _save closes it
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return figures
+
+
+def test_plot_run_draws_the_used_area_per_type(tmp_path: Path, drawn: dict[str, Any]) -> None:
+    """The utilization curve of each type integrates to what the jobs used (units x req x run),
+    and the queue curve is drawn: the plot shows the run's data, not just any image."""
+    result = sample_result()
+    paths = plot_run(result, tmp_path)
     assert [p.name for p in paths] == ["utilization.png", "queue.png"]
     assert all(_is_png(p) for p in paths)
+    ax = drawn["utilization.png"].axes[0]
+    curves = {line.get_label(): line for line in ax.patches}
+    assert set(curves) == {"core", "mem"}
+    for k, t in enumerate(result.system.types):
+        values, edges, _ = curves[t].get_data()
+        area = float((values / 100 * result.system.totals[k] * np.diff(edges) * DAY).sum())
+        used = sum(r.job.units * r.job.req[k] * (r.end - r.start) for r in result.records if r.start is not None)
+        assert area == pytest.approx(used)
+    queue = drawn["queue.png"].axes[0]
+    assert {p.get_label() for p in queue.patches} == {"maximum in bin", "time-weighted mean"}
 
 
-def test_plot_run_nothing_started(tmp_path: Path) -> None:
+def test_plot_run_nothing_started(tmp_path: Path, drawn: dict[str, Any]) -> None:
     assert all(_is_png(p) for p in plot_run(empty_result(), tmp_path))
+    texts = [t.get_text() for t in drawn["utilization.png"].axes[0].texts]
+    assert "no started jobs" in texts
 
 
-def test_plot_comparison(tmp_path: Path) -> None:
+def test_plot_comparison_bars_are_the_mean_waits(tmp_path: Path, drawn: dict[str, Any]) -> None:
     runs = [(summarize(sample_result()), sample_result()), empty_result()]
     paths = plot_comparison(runs, tmp_path)
     assert [p.name for p in paths] == ["waiting.png", "slowdown.png"]
     assert all(_is_png(p) for p in paths)
+    bars = [p for p in drawn["waiting.png"].axes[0].patches if p.get_width() == pytest.approx(0.6)]
+    assert [b.get_height() for b in bars] == pytest.approx([summarize(sample_result())["avg_wait"], 0.0])
+    notes = [t.get_text() for t in drawn["waiting.png"].axes[0].texts]
+    assert "no started jobs" in notes
 
 
 def test_bins_preserve_area_and_peaks() -> None:
