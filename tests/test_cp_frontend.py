@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from cpdispatch.allocators import best_fit
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher, cp_options, eligible, extract_starts, fast_path
@@ -336,3 +337,51 @@ def test_model_solver_parameters_and_conflict_limit_reach_the_solver(monkeypatch
     Model(fast_conflicts=7).decide(contended())
     Hcp3().decide(contended())
     assert seen == [(False, 7), (True, 300)]
+
+
+FEASIBLE, OPTIMAL, INFEASIBLE, UNKNOWN = (int(x) for x in (cp_model.FEASIBLE, cp_model.OPTIMAL,
+                                                           cp_model.INFEASIBLE, cp_model.UNKNOWN))
+
+
+class Scripted(Hcp3):
+    """The solver replaced by a script of (status, objective of the plan or None); records the
+    (wall, deterministic) limits of each solve. No real waiting."""
+
+    script: list[tuple[int, int | None]] = []
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        self.limits: list[tuple[float, float]] = []
+
+    def solve_once(self, built: BuiltModel, hint: Plan | None, wall: float, dtime: float, quick: bool = False,
+                   conflicts: int = 0) -> tuple[Any, Plan | None]:
+        self.limits.append((wall, dtime))
+        status, value = self.script[len(self.limits) - 1]
+        if value is None:
+            return status, None
+        jobs = built.instance.jobs  # the first job at `value`: equal values, equal objectives
+        return status, Plan(starts={j.id: (value if i == 0 else 0) for i, j in enumerate(jobs)})
+
+
+@pytest.mark.parametrize(("script", "limits", "solved"), [
+    # the same best value twice (k = 2): stop after 1 s and 2 s
+    ([(FEASIBLE, 5), (FEASIBLE, 5)], [1, 2], True),
+    # a plan that keeps improving: 1, 2, 4, 8, 16 s, then out of time, still a plan (no halving)
+    ([(FEASIBLE, 9), (FEASIBLE, 8), (FEASIBLE, 7), (FEASIBLE, 6), (FEASIBLE, 5)], [1, 2, 4, 8, 16], True),
+    # nothing found in any limit: out of time, unsolved (the queue length is halved)
+    ([(UNKNOWN, None)] * 5, [1, 2, 4, 8, 16], False),
+    # optimal at once; infeasible at once
+    ([(OPTIMAL, 3)], [1], True),
+    ([(INFEASIBLE, None)], [1], False),
+])
+def test_cp19_time_policy(script: list[tuple[int, int | None]], limits: list[int], solved: bool) -> None:
+    d = Scripted(time_policy="cp19", q_length=8)
+    d.script = script
+    snap = contended()
+    d.decide(snap)
+    assert [w for w, _ in d.limits] == limits and all(dt == 0 for _, dt in d.limits)
+    assert d.cur_q_length == (8 if solved else 4)
+    d2 = Scripted(time_policy="cp19", deterministic_time=0.5, q_length=8)
+    d2.script = script
+    d2.decide(snap)  # deterministic limits scale like the wall ones
+    assert [dt for _, dt in d2.limits] == [0.5 * x for x in limits] and all(w == 0 for w, _ in d2.limits)

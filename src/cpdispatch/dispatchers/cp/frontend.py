@@ -10,7 +10,9 @@ Subclasses only say how to build the model (`build`) and which objective it mini
 Time policies (the papers' are kept for reproduction; their wall limits make runs machine-dependent
 and cost seconds per decision):
   cp19     limits 1, 2, 4, 8, 16 s; each re-solve is hinted with the best plan so far; stop on
-           OPTIMAL, INFEASIBLE, or k equal best values; running out counts as "not solved".
+           OPTIMAL, INFEASIBLE, or k equal best values; running out counts as "not solved" (the
+           queue length is halved) only when no plan was found (the authors' code also halves
+           after a plan that kept improving; CP'19 Sect. 2.2 restarts only "if no solution is found").
   pcp20    stop at the 1-s mark if a plan exists, else extend by 0.5 s up to `max_retries` times
            (each extension is a fresh hinted solve: CP-SAT cannot move a running solve's deadline).
   doubling the HCP base: 1 s, doubled only while no plan, below 150 s.
@@ -352,8 +354,8 @@ class CpDispatcher(Dispatcher):
                     if len(values) >= self.k and len(set(values[-self.k:])) == 1:
                         return best, False, True
                 seconds *= 2
-                if seconds > self.max_limit + 1e-9:
-                    return best, False, False
+                if seconds > self.max_limit + 1e-9:  # out of time: unsolved only if nothing was found
+                    return best, False, best is not None
             elif self.policy == "pcp20":
                 if best is not None:
                     return best, False, True
