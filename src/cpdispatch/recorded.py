@@ -33,18 +33,21 @@ SUMMARY = ("the schedule the trace's own scheduler produced: every job at submit
            "field 3), placed by best fit; starts that exceed this system are counted, not refused")
 
 
-def _overcommit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...]:
-    """Nodes for `units` units that do not fit: one by one on the node able to host a unit (by
-    capacity) whose tightest requested type has the most room left, going negative if need be."""
-    kinds = np.flatnonzero(np.asarray(req) > 0)
-    amounts = np.asarray(req)[kinds]
+def _overcommit(free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int) -> Allocation:
+    """Nodes for `units` units that do not fit: first the room left on the nodes that can host a
+    unit (most room first), then the rest spread evenly over those nodes, going over capacity."""
     hosts = np.flatnonzero(units_fitting(capacity, req) > 0)
-    picked = []
-    for _ in range(units):
-        node = int(hosts[int(np.argmax((free[np.ix_(hosts, kinds)] / amounts).min(axis=1)))]) if kinds.size else 0
-        free[node] -= req
-        picked.append(node)
-    return tuple(picked)
+    room = np.maximum(units_fitting(free[hosts], req), 0)
+    order = np.argsort(-room, kind="stable")
+    counts = np.zeros(hosts.size, dtype=np.int64)
+    taken = np.minimum(room[order], np.maximum(0, units - (np.cumsum(room[order]) - room[order])))
+    counts[order] = taken
+    rest = units - int(taken.sum())
+    counts += rest // hosts.size
+    counts[order[: rest % hosts.size]] += 1
+    used = np.flatnonzero(counts)
+    free[hosts[used]] -= counts[used, None] * np.asarray(req)
+    return Allocation(tuple(hosts[used].tolist()), tuple(counts[used].tolist()))
 
 
 def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool = False) -> SimulationResult:
@@ -81,9 +84,10 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
         job = rec.job
         nodes = best_fit(free, capacity, job.req, job.units)
         if nodes is None:
-            nodes = _overcommit(free, capacity, job.req, job.units)
+            rec.alloc = _overcommit(free, capacity, job.req, job.units)
             over.append(job.id)
-        rec.alloc = Allocation.of_units(nodes)
+        else:
+            rec.alloc = Allocation.of_units(nodes)
         rec.start, rec.end, rec.status = start, start + job.runtime, "completed"
         if kill_at_walltime and job.walltime is not None and job.runtime > job.walltime:
             rec.end, rec.status = start + job.walltime, "killed"
