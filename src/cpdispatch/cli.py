@@ -189,11 +189,11 @@ def cmd_dispatchers(args: argparse.Namespace) -> int:
         for opt in cls.options:
             if (opt.name, repr(opt.default)) not in shared or cls not in cp:
                 print(f"    {opt.name} = {opt.default!r}: {opt.help}")
+    print(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
     if shared:
         print("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
         for opt in shared.values():
             print(f"    {opt.name} = {opt.default!r}: {opt.help}")
-    print(f"{recorded.NAME}: {recorded.SUMMARY}")
     print(f"\npredictors: {', '.join(PREDICTORS)}")
     return 0
 
