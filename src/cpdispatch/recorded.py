@@ -74,6 +74,7 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
         todo.append((job.submit + job.recorded_wait, i))
     todo.sort()
     ending: list[tuple[int, int]] = []  # (end, index)
+    node_ints = tuple(range(system.n_nodes))
     over: list[str] = []
     for start, i in todo:
         while ending and ending[0][0] <= start:
@@ -84,10 +85,12 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
         job = rec.job
         nodes = best_fit(free, capacity, job.req, job.units)
         if nodes is None:
-            rec.alloc = _overcommit(free, capacity, job.req, job.units)
+            alloc = _overcommit(free, capacity, job.req, job.units)
             over.append(job.id)
         else:
-            rec.alloc = Allocation.of_units(nodes)
+            alloc = Allocation.of_units(nodes)
+        # node indices as shared int objects (as the simulator keeps them): records live all run
+        rec.alloc = Allocation(tuple(map(node_ints.__getitem__, alloc.nodes)), alloc.counts)
         rec.start, rec.end, rec.status = start, start + job.runtime, "completed"
         if kill_at_walltime and job.walltime is not None and job.runtime > job.walltime:
             rec.end, rec.status = start + job.walltime, "killed"
