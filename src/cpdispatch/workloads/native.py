@@ -4,8 +4,10 @@ default wall-time of jobs whose trace gives none.
 
 Columns: `job_id, submit, user, name, queue, units, walltime, runtime`, then `req_<type>` with the
 per-unit amount of each type (`mem` in MB). Times are integer seconds from trace time 0; an unknown
-walltime is empty. Reading onto a system: a `req_<type>` column the system lacks rejects the jobs
-that ask a non-zero amount of it; a system type the file lacks is 0. Columns are found by name.
+walltime is empty. An optional `recorded_wait` column (written when some job has one) carries the
+wait the real scheduler gave the job (SWF field 3, for the `recorded` baseline; empty or not a
+whole number: unknown). Reading onto a system: a `req_<type>` column the system lacks rejects the
+jobs that ask a non-zero amount of it; a system type the file lacks is 0. Columns are found by name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..system import System
 from .base import Workload
 
 NATIVE_COLUMNS = ("job_id", "submit", "user", "name", "queue", "units", "walltime", "runtime")
+RECORDED_WAIT = "recorded_wait"
 
 WALLTIME_RULE = (
     "jobs without a requested time keep walltime empty; their default_walltime is the largest "
@@ -202,6 +205,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
     rejected: list[Rejection] = []
     skipped: list[InputError] = []
     c_id, c_sub, c_user, c_name, c_queue, c_units, c_wall, c_run = (col[c] for c in NATIVE_COLUMNS)
+    c_rec = col.get(RECORDED_WAIT)
     width = len(header)
     with no_gc():
         for row in reader:
@@ -231,6 +235,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
             job = Job(
                 jid, submit, units, req if isinstance(req, tuple) else zero, walltime, runtime,
                 row[c_user], row[c_name], row[c_queue], reader.line_num,
+                recorded_wait=int(row[c_rec]) if c_rec is not None and row[c_rec].strip().isdigit() else None,
             )
             if isinstance(req, str):
                 rejected.append(Rejection(job, req))
@@ -270,10 +275,12 @@ def write_native(path: str, workload: Workload, system: System) -> int:
         raise ValueError(f"job {bad.id} has {len(bad.req)} request amounts, system {system.name} has {width} types")
     with open_write(path) as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow([*NATIVE_COLUMNS, *(f"req_{t}" for t in system.types)])
+        recorded = any(j.recorded_wait is not None for j in workload.jobs)  # the column only if it says something
+        w.writerow([*NATIVE_COLUMNS, *(f"req_{t}" for t in system.types), *([RECORDED_WAIT] if recorded else [])])
         for j in workload.jobs:
-            w.writerow([
-                j.id, j.submit, j.user, j.name, j.queue, j.units,
-                "" if j.walltime is None else j.walltime, j.runtime, *j.req,
-            ])
+            row = [j.id, j.submit, j.user, j.name, j.queue, j.units, "" if j.walltime is None else j.walltime,
+                   j.runtime, *j.req]
+            if recorded:
+                row.append("" if j.recorded_wait is None else j.recorded_wait)
+            w.writerow(row)
     return len(workload.jobs)
