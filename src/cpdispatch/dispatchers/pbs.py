@@ -44,7 +44,8 @@ def parse_ewt(text: str) -> dict[str, int]:
 @registered()
 class Pbs(Dispatcher):
     name = "pbs"
-    summary = "PBS-like priority rule: waiting time weighted by queue EWT, area tie-break, skipping"
+    summary = ("a simulated PBS-like priority rule (AccaSim's PRB): waiting time weighted by queue EWT, area "
+               "tie-break, skipping; the papers' PBS baseline is the trace's own schedule, `recorded`")
     options = (
         Option(
             "ewt", "default=1800",

@@ -820,7 +820,9 @@ class Pcp20Dispatcher(CpDispatcher):
     solution, halving the queue length on failure)."""
 
     name = "pcp20"
-    summary = "PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent of nodes)"
+    summary = ("PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent "
+               "of nodes); with the default reductions a type whose units all need 1 of it (every "
+               "single-type SWF trace) gets a cumulative instead, nodes chosen after solving")
     objective_kind = "slowdown"
     paper_policy = "pcp20"
     options = cp_options(clamp=True, priority="slowdown", reallocate=True) + (
@@ -829,7 +831,8 @@ class Pcp20Dispatcher(CpDispatcher):
         Option("all_different", False, "the paper's all-different on unit positions instead of ordered units"),
         Option("implied_cumulative", True, "post the implied cumulative per resource type"),
         Option("sparse_domains", False, "exact no-straddling domains on positions (redundant; slower presolve)"),
-        Option("reductions", True, "exact reductions: drop types that cannot bind; cumulative only on 1-unit types"),
+        Option("reductions", True, "exact reductions: drop types that cannot bind; a cumulative instead of a "
+                                   "NoOverlap2D on 1-unit types (false: the paper's model)"),
         Option("max_units", 128, "most units with positions in a model, else the greedy plan (0: no limit)"),
         Option("max_running_boxes", 0, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
     )
