@@ -8,7 +8,7 @@ rule. `replay_recorded` starts every job at submit + recorded wait and keeps it 
 Placement: the trace records when, not where. Each start takes nodes by best fit over what the
 replay has left free. Our system description may not match the machine that ran the trace
 (nodes down, reservations, a cleaned trace), so a recorded start may not fit: it is then placed
-anyway, on the nodes able to host a unit with the most room left, and counted as over capacity
+anyway (the room left first, the rest spread over the nodes able to host a unit), and counted as over capacity
 in `notes["recorded"]` (reported, not refused: the recorded schedule is what it is). Jobs
 without a recorded wait (-1), or that cannot fit on the empty system, are rejected with a reason.
 """
