@@ -60,23 +60,13 @@ class Case:
     accasim_config: dict  # AccaSim system config with the same shape
     reference_s: float  # AccaSim wall time quoted in the issue (2-core machine)
     # our system file for what AccaSim really simulates, when that differs from `system` (see NO_MEM)
-    accasim_effective: str | None = None
+    accasim_effective: Path | None = None
 
 
 # AccaSim's job factory decides from the FIRST job which resource types the trace requests; HPC2N's
 # first job has no memory request, so AccaSim sets the memory request of every job to 0 and simulates
 # Seth as cores only. This is our hpc2n preset without `mem`: the system AccaSim effectively runs.
-NO_MEM_HPC2N = """name = "hpc2n-cores-only"
-start_time = 1027839845
-
-[[nodes]]
-group = "node"
-count = 120
-resources = { core = 2 }
-
-[swf]
-processor = { core = 1 }
-"""
+NO_MEM_HPC2N = BENCH / "systems" / "hpc2n-cores-only.toml"
 
 
 CASES = (
@@ -295,9 +285,7 @@ def main() -> None:
             if py is not None and case.accasim_effective:
                 print(f"{case.trace} {case.dispatcher}: cpdispatch on AccaSim's effective system ...",
                       file=sys.stderr, flush=True)
-                system = tmp / f"{case.trace}.effective.toml"
-                system.write_text(case.accasim_effective)
-                twin = run_ours(case, tmp, str(system), "cpdispatch (no mem)")
+                twin = run_ours(case, tmp, str(case.accasim_effective), "cpdispatch (no mem)")
                 rows.append(table_row(case, twin, acc))
     print(line([name for name, _ in COLS]))
     print(line(["-" * int(spec[1:]) for _, spec in COLS]))

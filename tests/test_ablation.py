@@ -11,6 +11,7 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.hcp import HcpModel
+from cpdispatch.snapshot import Snapshot
 from cpdispatch.system import NodeGroup, System
 
 from .helpers import job, snapshot
@@ -18,7 +19,7 @@ from .helpers import job, snapshot
 ONE = System.build("one", [NodeGroup("n", 1, {"core": 2})])
 
 
-def queue_beyond_m() -> Any:
+def queue_beyond_m() -> Snapshot:
     """m = 1: a (1 core) is the first job; b and c (2 cores each) are beyond m. Kept in HCP base's
     model at [eoh - d, eoh) they overlap at the end and need 4 of 2 cores: infeasible."""
     return snapshot(ONE, [(job("a", 0, 10, 1, (1,)), 10), (job("b", 1, 10, 1, (2,)), 10),

@@ -18,24 +18,13 @@ from cpdispatch.cli import run_simulation
 ACCASIM_WAITS_SHA256 = "90104dfb5fe707651d3322ff87719add9b1335c5a37e635f9817aec2aa398e94"
 ACCASIM_JOBS, ACCASIM_AVG_WAIT = 202_871, 16_189.15
 
-CORES_ONLY = """name = "hpc2n-cores-only"
-start_time = 1027839845
-
-[[nodes]]
-group = "node"
-count = 120
-resources = { core = 2 }
-
-[swf]
-processor = { core = 1 }
-"""
+#: the system AccaSim effectively simulates (shared with benchmarks/bench_vs_accasim.py)
+CORES_ONLY = Path(__file__).resolve().parents[1] / "benchmarks" / "systems" / "hpc2n-cores-only.toml"
 
 
 def test_fifo_hpc2n_is_accasims_schedule(workloads_dir: Path, tmp_path: Path) -> None:
-    system = tmp_path / "hpc2n-cores-only.toml"
-    system.write_text(CORES_ONLY)
     out = tmp_path / "out"
-    run = run_simulation(str(system), str(workloads_dir / "HPC2N-2002-2.2-cln.swf.gz"), "fifo", "walltime",
+    run = run_simulation(str(CORES_ONLY), str(workloads_dir / "HPC2N-2002-2.2-cln.swf.gz"), "fifo", "walltime",
                          str(out), progress=False, plots=False)
     waits = {}
     with open(out / "schedule.csv", newline="") as f:
