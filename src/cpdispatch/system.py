@@ -111,14 +111,15 @@ _UNLIMITED = np.iinfo(np.int64).max // 4
 
 
 def units_fitting(free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
-    """Per node, the number of units of `req` that fit in `free`; a zero request never limits."""
+    """Per node (the last axis of `free` is the type), the number of units of `req` that fit in
+    `free`; a zero request never limits."""
     out: np.ndarray | None = None
     for k, a in enumerate(req):
         if a > 0:
-            col = free[:, k] // a
+            col = free[..., k] // a
             out = col if out is None else np.minimum(out, col)
     if out is None:
-        return np.full(free.shape[0], _UNLIMITED, dtype=np.int64)
+        return np.full(free.shape[:-1], _UNLIMITED, dtype=np.int64)
     return out
 
 

@@ -290,14 +290,9 @@ def restricted_greedy(built: PerNodeModel) -> Plan | None:
         vec = np.asarray(req, dtype=np.int64)
         d = max(1, job.duration)
         caps = built.caps[job.id]
-        idx, ends = prof.candidates(vec * job.units, d)
-        for i, end in zip(idx.tolist(), ends.tolist()):
+        for i, cand, low in prof.windows(req, job.units, d):
             if prof.times[i] > inst.horizon:
                 return None
-            room = prof.window_room(i, end, req, job.units)
-            if room is None:
-                continue
-            cand, low = room
             allowed = caps[cand]
             keep = allowed > 0
             cand, low, allowed = cand[keep], low[keep], allowed[keep]
