@@ -221,6 +221,67 @@ def test_fluid_reformulation_is_exact(seed: int) -> None:
         assert round(solver.ObjectiveValue()) == expected, fluid
 
 
+def random_fold_instance(seed: int) -> Instance:
+    """Cores and memory; queued units ask for `m` memory per core (one m), running jobs for any
+    memory, often more per core than the nodes offer (so memory is not dominated)."""
+    rnd = random.Random(seed)
+    sys_ = System.build("r", [NodeGroup("a", rnd.randint(1, 2), {"core": rnd.randint(2, 3), "mem": rnd.randint(3, 7)}),
+                              NodeGroup("b", 1, {"core": rnd.randint(2, 4), "mem": rnd.randint(4, 9)})])
+    free = np.array(sys_.capacity)
+    running = []
+    for i in range(rnd.randint(1, 3)):
+        k = rnd.randrange(sys_.n_nodes)
+        req = (1, rnd.randint(0, 4))
+        if (free[k] >= req).all():
+            free[k] -= req
+            running.append(CpRunning(f"r{i}", 1, req, rnd.randint(1, 3), on(k)))
+    m = rnd.randint(1, 2)
+    jobs = []
+    for i in range(rnd.randint(2, 3)):
+        cores = rnd.randint(1, 2)
+        req = (cores, m * cores)
+        units = rnd.randint(1, max(1, min(2, sys_.max_units(req))))
+        jobs.append(CpJob(f"j{i}", units, req, rnd.randint(1, 3), rnd.randint(0, 5)))
+    return make_instance(sys_, jobs, running)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_memory_in_proportion_to_cores_is_folded_exactly(seed: int) -> None:
+    """Queued units with one memory-per-core ratio: memory leaves the model (cores fluid when
+    units need 1 core), the running jobs' memory becomes effective cores per node, and the
+    optimum and the plans' validity (on cores and memory) are those of the full model."""
+    inst = random_fold_instance(seed)
+    expected = brute_force(inst, "slowdown")
+    folded = Pcp20Model(inst, "slowdown")
+    assert len(folded.dropped_types) == 1  # folded, or dominated (then no fold is needed)
+    assert all({f.r, f.c} == {0, 1} for f in folded.folds)
+    check_plan(inst, folded.greedy_plan())  # on the folded (effective) amounts, valid on the real ones
+    for bm in (folded, Pcp20Model(inst, "slowdown", fluid=False, drop_dominated=False)):
+        solver, status = solve(bm)
+        assert status == cp_model.OPTIMAL
+        check_plan(inst, bm.complete(bm.extract(solver)))
+        assert round(solver.ObjectiveValue()) == expected
+
+
+def test_fold_turns_memory_into_effective_cores() -> None:
+    """HPC2N-like node {2 cores, 1024 MB}: a running 1-core job holding 780 MB leaves no room for
+    a 400 MB core until it ends (effective usage 2), one holding 400 MB leaves one core; the
+    node itself offers floor(1024 / 400) = 2 cores, so nothing is withheld for ever."""
+    sys_ = System.build("h", [NodeGroup("n", 3, {"core": 2, "mem": 1024})])
+    running = [CpRunning("big", 1, (1, 780), 50, on(0)), CpRunning("std", 1, (1, 400), 20, on(1))]
+    inst = make_instance(sys_, [CpJob("q", 2, (1, 400), 10, 0)], running)
+    bm = Pcp20Model(inst, "slowdown")
+    assert bm.folds and bm.fluid_types == {0}
+    run = bm.running
+    rows = sorted(zip(run.node.tolist(), run.remaining.tolist(), run.usage[:, 0].tolist()))
+    assert rows == [(0, 50, 2), (1, 20, 1)] and not run.usage[:, 1].any()
+    solver, status = solve(bm)
+    assert status == cp_model.OPTIMAL
+    plan = bm.complete(bm.extract(solver))
+    assert plan.starts["q"] == 0 and sorted(plan.nodes["q"]) in ([1, 2], [2, 2])
+    check_plan(inst, plan)
+
+
 def test_fluid_model_has_one_variable_per_job() -> None:
     curie = System.build("c", [NodeGroup("thin", 50, {"core": 16, "mem": 65536, "gpu": 0}),
                                NodeGroup("hybrid", 5, {"core": 8, "mem": 24576, "gpu": 2})])
@@ -455,7 +516,21 @@ def test_size_guard() -> None:
 def test_solver_parameters() -> None:
     assert Pcp20Model(inst_three_types()).solver_parameters == {
         "cp_model_presolve": False, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False}
-    assert Pcp20Model(inst_fluid()).solver_parameters == {}
+    assert Pcp20Model(inst_fluid()).solver_parameters == {"linearization_level": 0}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fluid_greedy_plan_is_valid_and_no_later(seed: int) -> None:
+    """On fluid instances pcp20's own greedy plan (totals, then `fluid_nodes`) respects node
+    capacities, starts the first job no later than the per-node greedy plan, and is a complete,
+    feasible hint (`solve_fixed_hint` solves with every variable fixed to it)."""
+    inst = random_fluid_instance(seed)
+    bm = Pcp20Model(inst, "slowdown")
+    plan = bm.greedy_plan()
+    check_plan(inst, plan)
+    first = inst.jobs[0].id
+    assert plan.starts[first] <= greedy_plan(inst).starts[first]
+    solve_fixed_hint(bm, plan)
 
 
 def test_each_no_overlap_2d_with_running_boxes_has_one_zero_area_wall() -> None:

@@ -294,16 +294,18 @@ class CpDispatcher(Dispatcher):
         fallback; any other exception is a bug and propagates."""
         kind = self.objective_kind
         try:
-            greedy: Plan | None = greedy_plan(inst)
+            built: BuiltModel | None = self.build(inst)
+        except ModelTooLarge:  # the model's own size guard: the greedy plan, no solve tried
+            built = None
+        try:
+            greedy: Plan | None = built.greedy_plan() if built is not None else greedy_plan(inst)
         except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
             greedy = None
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
         if greedy is not None and not any(greedy.starts.values()) and not inst.postponed:
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
-        try:
-            built = self.build(inst)
-        except ModelTooLarge:  # the model's own size guard: the greedy plan, no solve tried
+        if built is None:
             if greedy is None:
                 return Outcome(None, "fallback", None, False)
             return Outcome(greedy, "greedy:too-large", g_obj, None)

@@ -102,6 +102,14 @@ class BuiltModel:
         self.model = cp_model.CpModel()
         self.start_vars: dict[str, cp_model.IntVar] = {}
 
+    def greedy_plan(self) -> Plan:
+        """The priority-list plan the solver starts from (`greedy.greedy_plan`); a model may
+        compute it faster from what it knows of the instance. Raises ValueError if some job fits
+        at no time."""
+        from .greedy import greedy_plan
+
+        return greedy_plan(self.instance)
+
     def add_hint(self, plan: Plan) -> None:
         raise NotImplementedError
 
