@@ -59,10 +59,15 @@ conflict), and so are running boxes on nodes no queued unit can use.
 *Exact reductions (not in the paper; each can be turned off).*
 ``drop_dominated``: a type r that cannot bind is left out — every unit (queued or running) asking
 for r also asks for a kept type c with ``a_r / a_c <= cap_r(k) / cap_c(k)`` on every node (HPC2N's
-memory for most queues). ``fluid``: on a type whose queued units all need exactly 1 of it and
+memory for most queues). With the same option, a type r that every queued unit asks for in one
+proportion to another type c (HPC2N: 400 MB per core for 95% of the jobs) is folded into c
+(`Fold`), even when running jobs hold more of r per c: the queued units fit iff their c-amount
+fits in ``min(free_c, floor(free_r / ratio))``, so the running jobs hold that *effective* amount of
+c on each node (`running_usage`). ``fluid``: on a type whose queued units all need exactly 1 of it and
 nothing else (SWF traces: one core per unit), unit-height boxes pack exactly when the cumulative
 holds (interval-graph colouring; the running staircase only shrinks), so the type gets the
-cumulative alone, no positions, and nodes are chosen after solving (`fluid_nodes`). Identical
+cumulative alone, no positions, and nodes are chosen after solving (`fluid_nodes`); the greedy
+plan is then computed on the type's total too (`Pcp20Model.greedy_plan`). Identical
 queued jobs start in priority order (the hint's order; otherwise CP-SAT's own symmetry breaking
 may pick another order and reject the hint).
 
