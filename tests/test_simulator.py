@@ -6,7 +6,8 @@ import pytest
 
 from cpdispatch import simulator as sim_module
 from cpdispatch.dispatchers.base import Dispatcher
-from cpdispatch.predictors import make_predictor
+from cpdispatch.job import Job
+from cpdispatch.predictors import RealPredictor, make_predictor
 from cpdispatch.simulator import SimOptions, simulate
 from cpdispatch.snapshot import Decision, Snapshot, Start
 from cpdispatch.validate import schedule_errors
@@ -117,16 +118,29 @@ def test_charge_dispatch_time_delays_starts(monkeypatch: pytest.MonkeyPatch) -> 
     assert schedule_errors(result) == []
 
 
-def test_dispatcher_exception_is_recorded_not_fatal() -> None:
+def test_dispatcher_exception_propagates_with_time_and_queue() -> None:
     class Broken(Dispatcher):
         name = "broken"
 
         def decide(self, snapshot: Snapshot) -> Decision:
             raise RuntimeError("boom")
 
-    result = run(system(("n", 1, {"core": 1})), workload(job("a", 0, 1)), Broken())
-    assert "failed: RuntimeError('boom')" in result.refused[0]
-    assert result.records[0].status == "rejected"
+    with pytest.raises(RuntimeError, match="boom") as info:
+        run(system(("n", 1, {"core": 1})), workload(job("a", 7, 1)), Broken())
+    assert info.value.__notes__ == ["in dispatcher broken at simulated time 7, deciding on 1 queued jobs (a)"]
+
+
+def test_predictor_exception_propagates_with_time_and_job() -> None:
+    class Broken(RealPredictor):
+        name = "broken"
+
+        def observe(self, job: Job, runtime: int, now: int) -> None:
+            raise ValueError("bad")
+
+    s = system(("n", 1, {"core": 1}))
+    with pytest.raises(ValueError, match="bad") as info:
+        simulate(s, workload(job("a", 0, 4)), FirstNode(), Broken())
+    assert info.value.__notes__ == ["in predictor broken.observe at simulated time 4, job a"]
 
 
 def test_snapshot_is_read_only_and_queue_in_submit_order() -> None:

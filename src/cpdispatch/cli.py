@@ -11,10 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import CpdispatchError
 
 if TYPE_CHECKING:
-    from .records import SimulationResult
-    from .simulator import SimOptions
-    from .system import System
-    from .workloads import Workload
+    pass
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 
@@ -49,65 +46,26 @@ def run_simulation(
     progress: bool | None = None,
     plots: bool = True,
 ) -> dict[str, Any]:
-    """Load, simulate (or replay the recorded schedule), write the contract files; returns the
-    summary."""
-    from . import recorded
-    from .metrics import summarize
-    from .outputs import write_outputs
-    from .simulator import SimOptions
+    """`cpdispatch simulate`: read the files, one `api.simulate` call, write the contract files;
+    returns the summary and the raw result. The summary's `call` says how to repeat it in Python."""
+    from . import api
     from .system import load_system
-    from .workloads import load_workload, scale_arrivals
 
     system = load_system(system_name)
-    workload = load_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
-    workload = scale_arrivals(workload, load_factor)
-    if dispatcher == recorded.NAME:  # the trace's own schedule: replayed, not dispatched
-        if options or record_instances:
-            raise CpdispatchError("the recorded schedule takes no dispatcher options and makes no instances")
-        result = recorded.replay_recorded(system, workload, kill_at_walltime)
-    else:
-        result = _simulate(system, workload, dispatcher, predictor, options, seed, record_instances,
-                           SimOptions(kill_at_walltime, charge_dispatch_time, progress))
-    result.dispatcher = dispatcher  # the name the user typed (an alias such as hcp19 stays hcp19)
-    result.options.update(
-        {"system": system.name, "workload": workload_path, "seed": seed, "limit_jobs": limit, "skip_jobs": skip,
-         "load_factor": load_factor, "strict": strict}
+    workload = api.read_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
+    result = api.simulate(
+        system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
+        kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
+        record_instances=record_instances,
     )
-    summary = summarize(result)
+    provenance = {"workload": workload_path, "limit_jobs": limit, "skip_jobs": skip, "strict": strict}
+    result.raw.options.update(provenance)
+    result.summary["options"].update(provenance)
+    result.summary["call"]["jobs"] = {"read_workload": workload_path, "fmt": fmt, "limit": limit, "skip": skip,
+                                      "strict": strict}
     if out:
-        write_outputs(result, out, summary)
-        if plots:
-            from .plots import plot_run
-
-            plot_run(result, out)
-    return {"summary": summary, "result": result}
-
-
-def _simulate(
-    system: System, workload: Workload, dispatcher: str, predictor: str, options: dict[str, str] | None, seed: int,
-    record_instances: str | None, sim_opts: SimOptions,
-) -> SimulationResult:
-    from .dispatchers import make_dispatcher
-    from .predictors import make_predictor
-    from .simulator import simulate
-
-    opts = dict(options or {})
-    disp = make_dispatcher(dispatcher, opts)
-    if "seed" in {o.name for o in disp.options} and "seed" not in opts:
-        disp = make_dispatcher(dispatcher, {**opts, "seed": str(seed)})
-    pred = make_predictor(predictor)
-    hook = None
-    recorder = None
-    if record_instances:
-        from .instances import InstanceRecorder
-
-        recorder = InstanceRecorder(record_instances)
-        hook = recorder.record
-    try:
-        return simulate(system, workload, disp, pred, sim_opts, on_decision=hook)
-    finally:
-        if recorder is not None:
-            recorder.close()
+        result.save(out, plots=plots)
+    return {"summary": result.summary, "result": result.raw}
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -148,7 +148,11 @@ class Simulator:
                 f"needs {job.units} units of {{{want}}} but at most {fit} fit on the empty system"
             )
             return
-        predicted = max(0, int(self.predictor.predict(job, now)))
+        try:
+            predicted = max(0, int(self.predictor.predict(job, now)))
+        except Exception as exc:
+            exc.add_note(f"in predictor {self.predictor.name}.predict at simulated time {now}, job {job.id}")
+            raise
         self.queue.put(job.id, QueuedJob(job, predicted))
 
     def _complete(self, job_id: str, now: int) -> None:
@@ -156,7 +160,11 @@ class Simulator:
         self._release(run.job, run.alloc)
         rec = self.records[self.index[job_id]]
         assert rec.start is not None
-        self.predictor.observe(run.job, now - rec.start, now)
+        try:
+            self.predictor.observe(run.job, now - rec.start, now)
+        except Exception as exc:
+            exc.add_note(f"in predictor {self.predictor.name}.observe at simulated time {now}, job {job_id}")
+            raise
 
     def _release(self, job: Job, alloc: Allocation) -> None:
         nodes, counts = alloc.nodes, alloc.counts
@@ -195,11 +203,11 @@ class Simulator:
         w0, c0 = time.perf_counter(), time.process_time()
         try:
             decision = self.dispatcher.decide(snap)
-        except CpdispatchError:
+        except Exception as exc:  # a bug in a dispatcher: stop, saying where (simulated time, queue)
+            first = ", ".join(q.job.id for q in queued[:3]) + (", ..." if len(queued) > 3 else "")
+            exc.add_note(f"in dispatcher {self.dispatcher.name} at simulated time {now}, deciding on "
+                         f"{len(queued)} queued jobs ({first})")
             raise
-        except Exception as exc:  # a dispatcher bug must not lose the run: record, start nothing
-            self.refused.append(f"t={now}: dispatcher {self.dispatcher.name} failed: {exc!r}")
-            decision = Decision(status="error")
         wall = time.perf_counter() - w0
         cpu = time.process_time() - c0
         if self.on_decision is not None:

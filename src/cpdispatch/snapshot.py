@@ -166,6 +166,47 @@ class Snapshot:
     running: Sequence[RunningJob]
     free: np.ndarray
 
+    # -- helpers for dispatchers written by users (the built-ins work on the arrays directly) ----
+
+    def amount(self, job: QueuedJob | Job, type_name: str) -> int:
+        """The total amount of `type_name` the job asks for (all units); 0 for a type the system
+        does not have."""
+        j = job.job if isinstance(job, QueuedJob) else job
+        return j.total(self.system.types.index(type_name)) if type_name in self.system.types else 0
+
+    def first_fit(self, job: QueuedJob | Job) -> tuple[int, ...] | None:
+        """Nodes (one per unit) for the job on the free amounts now, in node order, packing as many
+        units as fit on each node; None when it does not fit now."""
+        from .allocators import first_fit
+
+        j = job.job if isinstance(job, QueuedJob) else job
+        return first_fit(self.free.copy(), j.req, j.units)
+
+    def best_fit(self, job: QueuedJob | Job) -> tuple[int, ...] | None:
+        """Like `first_fit`, fullest nodes first (AccaSim's consolidate)."""
+        from .allocators import best_fit
+
+        j = job.job if isinstance(job, QueuedJob) else job
+        return best_fit(self.free.copy(), self.system.capacity, j.req, j.units)
+
+    def after(self, start: Start) -> Snapshot:
+        """The snapshot once `start` is applied: the job leaves the queue and runs on its nodes
+        (its amounts no longer free). Raises ValueError if it is not queued or does not fit."""
+        q = next((q for q in self.queued if q.job.id == start.job_id), None)
+        if q is None:
+            raise ValueError(f"job {start.job_id} is not queued")
+        alloc = Allocation.of_units(start.nodes)
+        if alloc.units != q.job.units:
+            raise ValueError(f"{alloc.units} nodes given for the {q.job.units} units of job {start.job_id}")
+        free = self.free.copy()
+        free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(q.job.req)
+        if (free < 0).any():
+            raise ValueError(f"job {start.job_id} does not fit on nodes {start.nodes}")
+        free.setflags(write=False)
+        queued = tuple(x for x in self.queued if x is not q)
+        running = (*self.running, RunningJob(q.job, self.time, q.predicted, alloc))
+        return Snapshot(self.time, self.system, queued, running, free)
+
 
 @dataclass(frozen=True, slots=True)
 class Start:

@@ -70,6 +70,18 @@ class System:
             node_names=tuple(names),
         )
 
+    @classmethod
+    def preset(cls, name: str) -> System:
+        """A bundled system description by name (`preset_names()`: eurora, hpc2n, ...)."""
+        if name not in preset_names():
+            raise InputError(name, None, None, f"no such preset (presets: {', '.join(preset_names())})")
+        return load_system(name)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> System:
+        """A system described in a TOML file (the format of the presets)."""
+        return load_system(str(path))
+
     @property
     def n_nodes(self) -> int:
         return int(self.capacity.shape[0])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -83,13 +83,60 @@ def registered(*aliases: str) -> Callable[[type[Dispatcher]], type[Dispatcher]]:
     return wrap
 
 
+#: Entry-point group through which installed packages add dispatchers (a `Dispatcher` subclass or
+#: a plain function of a snapshot), listed and usable by name like the built-in ones.
+ENTRY_POINT_GROUP = "cpdispatch.dispatchers"
+
+
+class FunctionDispatcher(Dispatcher):
+    """A plain function of a snapshot as a dispatcher: it returns the `Start`s to apply (any
+    iterable) or a whole `Decision`. Made by `function_dispatcher`, which names the class."""
+
+    function: ClassVar[Callable[[Snapshot], Any]]
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        out = type(self).function(snapshot)
+        if isinstance(out, Decision):
+            return out
+        return Decision(starts=tuple(out or ()), status="heuristic")
+
+
+def function_dispatcher(fn: Callable[[Snapshot], Any], name: str | None = None) -> Dispatcher:
+    label = name or getattr(fn, "__name__", "function")
+    cls = type(f"FunctionDispatcher_{label}", (FunctionDispatcher,),
+               {"name": label, "summary": (fn.__doc__ or "").strip().split("\n")[0], "function": staticmethod(fn)})
+    return cls()
+
+
+def import_object(spec: str) -> Any:
+    """`module:attr` (attr may be dotted) imported; a clear error when it does not exist."""
+    import importlib
+
+    module, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise CpdispatchError(f"cannot load '{spec}': {exc}") from None
+    return obj
+
+
+def plugins() -> dict[str, Any]:
+    """Installed entry points of `ENTRY_POINT_GROUP`, by name (not loaded)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def dispatcher_class(name: str) -> type[Dispatcher]:
     from . import load_all
 
     load_all()
     key = _ALIASES.get(name, name)
     if key not in _REGISTRY:
-        raise CpdispatchError(f"unknown dispatcher '{name}' (known: {', '.join(sorted(all_names()))})")
+        raise CpdispatchError(f"unknown dispatcher '{name}' (known: {', '.join(sorted(all_names()))}; or "
+                              "module:attr)")
     return _REGISTRY[key]
 
 
@@ -97,7 +144,7 @@ def all_names() -> list[str]:
     from . import load_all
 
     load_all()
-    return sorted(set(_REGISTRY) | set(_ALIASES))
+    return sorted(set(_REGISTRY) | set(_ALIASES) | set(plugins()))
 
 
 def aliases_of(name: str) -> list[str]:
@@ -111,14 +158,50 @@ def registry() -> dict[str, type[Dispatcher]]:
     return dict(_REGISTRY)
 
 
-def make_dispatcher(name: str, raw_options: dict[str, str] | None = None) -> Dispatcher:
-    """Build a dispatcher from its name and string options (as given on the command line)."""
-    cls = dispatcher_class(name)
+def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> Dispatcher:
+    """Build a dispatcher from its name (built-in, plugin or ``module:attr``) and options, as
+    strings (the command line) or typed values (the Python API)."""
+    if ":" in name:
+        return resolve_dispatcher(import_object(name), raw_options)
+    from . import load_all
+
+    load_all()
+    if _ALIASES.get(name, name) not in _REGISTRY and name in plugins():
+        return resolve_dispatcher(plugins()[name].load(), raw_options, name=name)
+    return _build(dispatcher_class(name), raw_options)
+
+
+def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None) -> Dispatcher:
     known = {o.name: o for o in cls.options}
     values: dict[str, Any] = {}
-    for key, text in (raw_options or {}).items():
+    for key, value in (raw_options or {}).items():
         if key not in known:
             names = ", ".join(known) or "none"
             raise CpdispatchError(f"dispatcher {cls.name}: unknown option '{key}' (options: {names})")
-        values[key] = known[key].parse(text)
+        values[key] = known[key].parse(value if isinstance(value, str) else str(value))
     return cls(**values)
+
+
+def resolve_dispatcher(
+    spec: Any, options: Mapping[str, Any] | None = None, *, seed: int | None = None, name: str | None = None
+) -> Dispatcher:
+    """A dispatcher from a name, a `Dispatcher` (instance or class) or a function of a snapshot.
+    `seed` fills the dispatcher's own `seed` option when it has one and `options` does not."""
+    opts = dict(options or {})
+    if isinstance(spec, str):
+        disp = make_dispatcher(spec, opts)
+    elif isinstance(spec, Dispatcher):
+        if opts:
+            raise CpdispatchError(f"dispatcher {spec.name} is already built: give its options to its constructor")
+        return spec
+    elif isinstance(spec, type) and issubclass(spec, Dispatcher):
+        disp = _build(spec, opts)
+    elif callable(spec):
+        if opts:
+            raise CpdispatchError(f"dispatcher {getattr(spec, '__name__', spec)!r} is a function: it takes no options")
+        return function_dispatcher(spec, name)
+    else:
+        raise CpdispatchError(f"not a dispatcher: {spec!r} (a name, a Dispatcher, or a function of a snapshot)")
+    if seed is not None and "seed" in {o.name for o in disp.options} and "seed" not in opts:
+        disp = _build(type(disp), {**opts, "seed": seed})
+    return disp

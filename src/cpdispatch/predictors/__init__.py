@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 from ..errors import CpdispatchError
+from ..job import Job
 from .base import Predictor
 from .datadriven import DataDrivenPredictor
 from .last2 import Last2PCP21Predictor, Last2Predictor
@@ -48,6 +49,54 @@ def make_predictor(name: str, **opts: Any) -> Predictor:
         raise CpdispatchError(f"predictor {name!r}: {e}") from None
 
 
+#: Entry-point group through which installed packages add predictors (a `Predictor` subclass).
+ENTRY_POINT_GROUP = "cpdispatch.predictors"
+
+
+class _Adapted(Predictor):
+    """Any object with `predict(job, now)` (and optionally `observe(job, runtime, now)`,
+    `extend(job, elapsed, predicted)`) as a `Predictor`."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self.name = getattr(obj, "name", type(obj).__name__)  # type: ignore[misc]
+        self.corrects_running = bool(getattr(obj, "corrects_running", False))  # type: ignore[misc]
+
+    def predict(self, job: Job, now: int) -> int:
+        return int(self.obj.predict(job, now))
+
+    def observe(self, job: Job, runtime: int, now: int) -> None:
+        if hasattr(self.obj, "observe"):
+            self.obj.observe(job, runtime, now)
+
+    def extend(self, job: Job, elapsed: int, predicted: int) -> int:
+        return int(self.obj.extend(job, elapsed, predicted)) if hasattr(self.obj, "extend") else predicted
+
+
+def resolve_predictor(spec: Any) -> Predictor:
+    """A predictor from a name (built-in, plugin entry point or ``module:attr``), a `Predictor`,
+    a `Predictor` class, or any object with a `predict(job, now)` method."""
+    if isinstance(spec, str):
+        if ":" in spec:
+            from ..dispatchers.base import import_object
+
+            return resolve_predictor(import_object(spec))
+        if spec not in _CLASSES and spec not in ALIASES:
+            from importlib.metadata import entry_points
+
+            found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+            if spec in found:
+                return resolve_predictor(found[spec].load())
+        return make_predictor(spec)
+    if isinstance(spec, Predictor):
+        return spec
+    if isinstance(spec, type):
+        return resolve_predictor(spec())
+    if callable(getattr(spec, "predict", None)):
+        return _Adapted(spec)
+    raise CpdispatchError(f"not a predictor: {spec!r} (a name, or an object with predict(job, now))")
+
+
 __all__ = [
     "ALIASES",
     "PREDICTORS",
@@ -58,4 +107,5 @@ __all__ = [
     "RealPredictor",
     "WalltimePredictor",
     "make_predictor",
+    "resolve_predictor",
 ]
