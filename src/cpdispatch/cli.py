@@ -132,7 +132,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_dispatchers(args: argparse.Namespace) -> int:
     from . import recorded
-    from .dispatchers.base import aliases_of, registry
+    from .dispatchers.base import aliases_of, plugins, registry
     from .predictors import PREDICTORS
 
     classes = sorted(registry().items())
@@ -148,11 +148,14 @@ def cmd_dispatchers(args: argparse.Namespace) -> int:
             if (opt.name, repr(opt.default)) not in shared or cls not in cp:
                 print(f"    {opt.name} = {opt.default!r}: {opt.help}")
     print(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
+    for name, ep in sorted(plugins().items()):
+        print(f"{name} (plugin {ep.value}, package {ep.dist.name if ep.dist else '?'})")
     if shared:
         print("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
         for opt in shared.values():
             print(f"    {opt.name} = {opt.default!r}: {opt.help}")
     print(f"\npredictors: {', '.join(PREDICTORS)}")
+    print("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), --predictor module:attr")
     return 0
 
 

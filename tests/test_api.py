@@ -1,0 +1,209 @@
+"""The Python API: README examples as written, examples/ scripts, dispatchers and predictors of
+one's own (functions, objects, module:attr, entry-point plugins), validation of Python-built
+workloads, and CLI runs reproduced by one `cpd.simulate` call."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import cpdispatch as cpd
+from cpdispatch.errors import CpdispatchError
+from cpdispatch.validate import schedule_errors
+
+ROOT = Path(__file__).resolve().parents[1]
+KTH = ROOT.parent / "shared" / "workloads" / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def readme_python_blocks() -> list[str]:
+    """The ```python blocks of the README's "Python API" section."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_readme_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = readme_python_blocks()
+    assert len(blocks) >= 2
+    own = next(b for b in blocks if "def largest_gpu_first" in b)
+    body = own.split("def largest_gpu_first", 1)[1].split("\n\n", 1)[0]
+    assert len(("def largest_gpu_first" + body).strip().splitlines()) <= 10  # the promise: ten lines
+    scope: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+    result = scope["result"]
+    assert isinstance(result, cpd.Result) and result.summary["jobs"] > 0
+    assert schedule_errors(result.raw) == []
+    assert (tmp_path / "out" / "run1" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
+def test_examples_run(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(ROOT / "examples" / script), run_name="__main__")
+
+
+def small() -> tuple[cpd.System, object]:
+    return cpd.System.preset("eurora"), cpd.generate_eurora(300, seed=3, gpu_share=0.5)
+
+
+def test_result_tables_match_the_files(tmp_path: Path) -> None:
+    system, jobs = small()
+    result = cpd.simulate(system, jobs, dispatcher="easy", load_factor=4.0)
+    result.save(tmp_path, parquet=True)
+    on_disk = pd.read_csv(tmp_path / "schedule.csv", keep_default_na=False, dtype=str)
+    assert list(on_disk.columns) == list(result.jobs.columns)
+    assert len(on_disk) == len(result.jobs) == result.summary["jobs"]
+    assert on_disk["job_id"].tolist() == result.jobs["job_id"].tolist()
+    assert pd.read_parquet(tmp_path / "decisions.parquet")["status"].tolist() == result.decisions["status"].tolist()
+    assert json.loads((tmp_path / "summary.json").read_text())["call"]["dispatcher"] == "easy"
+
+
+def test_function_dispatcher_runs_and_is_validated() -> None:
+    """A function returning invalid starts gets them refused by the simulator, as any dispatcher."""
+    system, jobs = small()
+
+    def greedy_first_fit(snap: cpd.Snapshot) -> list[cpd.Start]:
+        starts = []
+        for q in snap.queued:
+            nodes = snap.first_fit(q)
+            if nodes:
+                starts.append(cpd.Start(q.job.id, nodes))
+                snap = snap.after(starts[-1])
+        return starts
+
+    good = cpd.simulate(system, jobs, dispatcher=greedy_first_fit, load_factor=4.0)
+    assert good.summary["dispatcher"] == "greedy_first_fit" and schedule_errors(good.raw) == []
+    assert good.summary["completed"] == good.summary["jobs"] and not good.raw.refused
+
+    def always_node_zero(snap: cpd.Snapshot) -> list[cpd.Start]:
+        return [cpd.Start(q.job.id, (0,) * q.job.units) for q in snap.queued]
+
+    bad = cpd.simulate(system, jobs, dispatcher=always_node_zero, load_factor=4.0)
+    assert bad.raw.refused and schedule_errors(bad.raw) == []
+
+
+def test_snapshot_helpers() -> None:
+    system = cpd.System.preset("eurora")
+    job = cpd.Job("g", 0, 2, (4, 1024, 1, 0), 100, 50)
+    snap = cpd.Snapshot(0, system, (cpd.QueuedJob(job, 50),), (), system.capacity.copy())
+    assert snap.amount(snap.queued[0], "gpu") == 2 and snap.amount(job, "fpga") == 0
+    nodes = snap.first_fit(job)
+    assert nodes is not None and len(nodes) == 2
+    after = snap.after(cpd.Start("g", nodes))
+    assert not after.queued and len(after.running) == 1
+    assert int(after.free[:, 2].sum()) == int(system.capacity[:, 2].sum()) - 2
+    with pytest.raises(ValueError, match="not queued"):
+        after.after(cpd.Start("g", nodes))
+
+
+def test_exceptions_in_user_code_propagate_with_context() -> None:
+    system, jobs = small()
+
+    def broken(snap: cpd.Snapshot) -> list[cpd.Start]:
+        raise KeyError("my bug")
+
+    with pytest.raises(KeyError, match="my bug") as info:
+        cpd.simulate(system, jobs, dispatcher=broken)
+    assert "in dispatcher broken at simulated time" in info.value.__notes__[0]
+
+    class BadPredictor:
+        def predict(self, job: cpd.Job, now: int) -> int:
+            raise ZeroDivisionError("oops")
+
+    with pytest.raises(ZeroDivisionError) as info2:
+        cpd.simulate(system, jobs, predictor=BadPredictor())
+    assert "in predictor BadPredictor.predict at simulated time" in info2.value.__notes__[0]
+
+
+def test_python_workloads_are_validated() -> None:
+    system = cpd.System.preset("hpc2n")
+    a = cpd.Job("a", 10, 1, (1, 100), 60, 30)
+    with pytest.raises(CpdispatchError, match=r"job 1 \(id 'b'\): field submit 5 is before"):
+        cpd.simulate(system, [a, replace(a, id="b", submit=5)])
+    with pytest.raises(CpdispatchError, match="field req has 1 amounts, system hpc2n has 2 types"):
+        cpd.simulate(system, [replace(a, req=(1,))])
+    with pytest.raises(CpdispatchError, match="id appears more than once"):
+        cpd.simulate(system, [a, a])
+    with pytest.raises(CpdispatchError, match="field units must be an integer >= 1"):
+        cpd.simulate(system, [replace(a, units=0)])
+
+
+def test_typed_and_string_options_are_the_same() -> None:
+    system, jobs = small()
+    typed = cpd.simulate(system, jobs, dispatcher="pcp20", options={"fast_budget": 0.002, "fastpath": False},
+                         load_factor=4.0)
+    text = cpd.simulate(system, jobs, dispatcher="pcp20", options={"fast_budget": "0.002", "fastpath": "false"},
+                        load_factor=4.0)
+    assert typed.raw.options["dispatcher_options"] == text.raw.options["dispatcher_options"]
+    assert typed.raw.options["dispatcher_options"]["fastpath"] is False
+    with pytest.raises(CpdispatchError, match="unknown option 'budget'"):
+        cpd.simulate(system, jobs, dispatcher="pcp20", options={"budget": 1})
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cpdispatch", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def test_cli_run_is_reproduced_by_the_call_it_records(tmp_path: Path) -> None:
+    run = _cli("simulate", "--system", "kth-sp2", "--workload", str(KTH), "--limit-jobs", "1500",
+               "--dispatcher", "easy", "--predictor", "last2", "--load-factor", "1.5", "--out", str(tmp_path),
+               "--no-plots", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    call = summary["call"]
+    system = cpd.System.preset(call["system"])
+    src = call["jobs"]
+    jobs = cpd.read_workload(src["read_workload"], system, fmt=src["fmt"], limit=src["limit"], skip=src["skip"])
+    again = cpd.simulate(system, jobs, call["dispatcher"], call["predictor"], call["options"],
+                         load_factor=call["load_factor"], seed=call["seed"])
+    for key in ("avg_wait", "avg_bounded_slowdown", "completed", "makespan"):
+        assert again.summary[key] == summary[key], key
+
+
+PLUGIN = '''
+import cpdispatch as cpd
+
+def newest_first(snap):
+    """Last come, first served (a test plugin)."""
+    starts = []
+    for q in reversed(snap.queued):
+        nodes = snap.first_fit(q)
+        if nodes:
+            starts.append(cpd.Start(q.job.id, nodes))
+            snap = snap.after(starts[-1])
+    return starts
+'''
+
+
+def test_entry_point_plugin_is_listed_and_runs_from_the_cli(tmp_path: Path) -> None:
+    """A package declaring an entry point in `cpdispatch.dispatchers` (installed here as a
+    module plus its dist-info on the path, as pip would leave it)."""
+    site = tmp_path / "site"
+    (site / "lcfs_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "lcfs_plugin.py").write_text(PLUGIN)
+    (site / "lcfs_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lcfs-plugin\n"
+                                                                  "Version: 1.0\n")
+    (site / "lcfs_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[cpdispatch.dispatchers]\nlcfs = lcfs_plugin:newest_first\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    listed = _cli("dispatchers", env=env)
+    assert listed.returncode == 0 and "lcfs (plugin lcfs_plugin:newest_first, package lcfs-plugin)" in listed.stdout
+    for name in ("lcfs", "lcfs_plugin:newest_first"):
+        out = tmp_path / name.replace(":", "_")
+        run = _cli("simulate", "--system", "kth-sp2", "--workload", str(KTH), "--limit-jobs", "300",
+                   "--dispatcher", name, "--out", str(out), "--no-plots", "--no-progress", env=env)
+        assert run.returncode == 0, run.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["completed"] + summary["rejected"] + summary["killed"] == summary["jobs"] == 300
