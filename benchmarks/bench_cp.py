@@ -37,15 +37,16 @@ QUALITY_DISPATCHERS = ["pcp20", "hcp19", "pcp19", "easy", "pbs"]
 
 
 def timing(full: bool) -> None:
-    print("\n== decision times (predictor last2) ==")
-    print(HEADER)
+    print("\n== decision times (predictor last2; CPU ms beside the wall figures: read those on a shared machine) ==")
+    print(HEADER + f" {'cpu mean':>8} {'cpu p99':>8} {'cpu max':>8}")
     runs = [("hpc2n", "HPC2N-2002-2.2-cln.swf.gz", None), ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz",
                                                            None if full else 60_000)]
     for system, trace, limit in runs:
         for disp in ("pcp20", "hcp19"):
             s = run_cli(system, str(WORKLOADS / trace), disp, "last2", limit=limit)
             label = f"{trace.split('-')[0]}{'' if limit is None else f'[:{limit // 1000}k]'} {disp}"
-            print(row(label, s), flush=True)
+            print(row(label, s) + f" {s['dispatch_cpu_ms_mean']:>8.3f} {s['dispatch_cpu_ms_p99']:>8.3f} "
+                  f"{s['dispatch_cpu_ms_max']:>8.1f}", flush=True)
 
 
 def quality(full: bool) -> None:

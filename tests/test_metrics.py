@@ -99,6 +99,8 @@ def test_dispatch_stats() -> None:
     assert s["dispatch_ms_p99"] == pytest.approx(np.percentile(wall, 99))
     assert s["dispatch_ms_max"] == pytest.approx(12.3456)
     assert s["dispatch_cpu_ms_mean"] == pytest.approx(17.5 / 6)
+    assert s["dispatch_cpu_ms_p99"] == pytest.approx(np.percentile([0.5, 1.0, 1.5, 2.0, 2.5, 10.0], 99))
+    assert s["dispatch_cpu_ms_max"] == pytest.approx(10.0)
     assert s["decision_status"] == {"feasible": 1, "heuristic": 4, "optimal": 1}
 
 

@@ -148,6 +148,8 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "dispatch_ms_p99": _stat(wall, "pct", 99),
         "dispatch_ms_max": _stat(wall, "max"),
         "dispatch_cpu_ms_mean": _stat(cpu, "mean"),
+        "dispatch_cpu_ms_p99": _stat(cpu, "pct", 99),
+        "dispatch_cpu_ms_max": _stat(cpu, "max"),
         "decision_status": dict(sorted(dstatus.items())),
         "sim_wall_s": float(result.sim_wall_s),
         "peak_rss_mb": float(result.peak_rss_mb),
