@@ -20,7 +20,8 @@ from ..job import Job
 from ..system import System
 from .alibaba import read_alibaba
 from .base import Workload
-from .native import first_line, read_native, write_native
+from .native import read_native, write_native
+from .reading import first_line
 from .swf import read_swf
 
 __all__ = [

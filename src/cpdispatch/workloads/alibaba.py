@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..job import Job, Rejection
 from ..system import System
 from .base import Workload
-from .native import (
+from .reading import (
     RequestMapper,
     check_header,
     check_limit,

@@ -36,7 +36,7 @@ from ..gcpause import no_gc
 from ..job import Job, Rejection
 from ..system import System
 from .base import Workload
-from .native import check_limit, fill_default_walltime, read_text, record_error, sort_by_submit
+from .reading import check_limit, fill_default_walltime, read_text, record_error, sort_by_submit
 
 SWF_FIELDS = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
