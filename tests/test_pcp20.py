@@ -519,6 +519,31 @@ def test_solver_parameters() -> None:
     assert Pcp20Model(inst_fluid()).solver_parameters == {"linearization_level": 0}
 
 
+def test_fluid_greedy_plan_only_where_nodes_differ_in_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With GPU nodes beside CPU nodes, where a CPU job goes matters to GPU jobs: pcp20 then uses
+    the shared per-node greedy plan (demand-aware placement over time), not the 1-D one."""
+    from cpdispatch.dispatchers.cp import greedy as greedy_module
+
+    calls: list[Instance] = []
+
+    def spy(inst: Instance) -> Plan:
+        calls.append(inst)
+        return greedy_plan(inst)
+
+    monkeypatch.setattr(greedy_module, "greedy_plan", spy)
+    running = [CpRunning("r", 3, (1, 0), 5, on(0, 2, 3))]
+    jobs = [CpJob(f"j{i}", 2 + i, (1, 0), 3 + i, i) for i in range(4)]
+    mixed = System.build("h", [NodeGroup("gpu", 2, {"core": 4, "gpu": 2}), NodeGroup("cpu", 2, {"core": 4, "gpu": 0})])
+    bm = Pcp20Model(make_instance(mixed, jobs, running), "slowdown")
+    assert bm.fluid_types == {0}
+    check_plan(bm.instance, bm.greedy_plan())
+    assert calls == [bm.instance]
+    same = System.build("s", [NodeGroup("n", 4, {"core": 4, "gpu": 0})])
+    uniform = Pcp20Model(make_instance(same, jobs, running), "slowdown")
+    check_plan(uniform.instance, uniform.greedy_plan())
+    assert calls == [bm.instance]  # the 1-D plan: the shared one was not called
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_fluid_greedy_plan_is_valid_and_no_later(seed: int) -> None:
     """On fluid instances pcp20's own greedy plan (totals, then `fluid_nodes`) respects node
