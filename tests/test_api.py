@@ -93,6 +93,16 @@ def test_function_dispatcher_runs_and_is_validated() -> None:
     assert bad.raw.refused and schedule_errors(bad.raw) == []
 
 
+def test_systems_from_presets_and_files(tmp_path: Path) -> None:
+    toml = tmp_path / "mine.toml"
+    toml.write_text(cpd.System.preset("kth-sp2").to_toml())
+    assert cpd.System.from_toml(toml).n_nodes == cpd.System.preset("kth-sp2").n_nodes
+    with pytest.raises(CpdispatchError, match="no such system file"):
+        cpd.System.from_toml("kth-sp2")  # a preset name is not a file
+    with pytest.raises(CpdispatchError, match="no such preset"):
+        cpd.System.preset("kth")
+
+
 def test_snapshot_helpers() -> None:
     system = cpd.System.preset("eurora")
     job = cpd.Job("g", 0, 2, (4, 1024, 1, 0), 100, 50)

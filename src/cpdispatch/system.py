@@ -80,7 +80,10 @@ class System:
     @classmethod
     def from_toml(cls, path: str | Path) -> System:
         """A system described in a TOML file (the format of the presets)."""
-        return load_system(str(path))
+        file = Path(path)
+        if not file.is_file():
+            raise InputError(str(path), None, None, "no such system file")
+        return parse_system(file.read_text(), str(path))
 
     @property
     def n_nodes(self) -> int:
