@@ -166,8 +166,9 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     from . import load_all
 
     load_all()
-    if _ALIASES.get(name, name) not in _REGISTRY and name in plugins():
-        return resolve_dispatcher(plugins()[name].load(), raw_options, name=name)
+    found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
+    if name in found:
+        return resolve_dispatcher(found[name].load(), raw_options, name=name)
     return _build(dispatcher_class(name), raw_options)
 
 
