@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cpdispatch import simulator as sim_module
 from cpdispatch.dispatchers.base import Dispatcher
 from cpdispatch.job import Job
 from cpdispatch.predictors import RealPredictor, make_predictor
 from cpdispatch.simulator import SimOptions, simulate
+from cpdispatch.simulator import core as sim_module
 from cpdispatch.snapshot import Decision, Snapshot, Start
 from cpdispatch.validate import schedule_errors
 
