@@ -217,3 +217,29 @@ def test_entry_point_plugin_is_listed_and_runs_from_the_cli(tmp_path: Path) -> N
         assert run.returncode == 0, run.stderr
         summary = json.loads((out / "summary.json").read_text())
         assert summary["completed"] + summary["rejected"] + summary["killed"] == summary["jobs"] == 300
+
+
+def test_every_builtin_name_has_its_home_module() -> None:
+    """A built-in name imports only its own module (a baseline run does not pay OR-Tools' import)."""
+    from cpdispatch.dispatchers import HOMES
+    from cpdispatch.dispatchers.base import aliases_of, registry
+
+    classes = registry()
+    names = {n: cls for n, cls in classes.items()} | {a: cls for n, cls in classes.items() for a in aliases_of(n)}
+    assert set(HOMES) == set(names)
+    for name, cls in names.items():
+        assert cls.__module__ == f"cpdispatch.dispatchers.{HOMES[name]}", name
+
+
+def test_a_baseline_run_does_not_import_ortools() -> None:
+    code = ("import sys, cpdispatch as cpd; s = cpd.System.preset('kth-sp2'); "
+            "cpd.simulate(s, cpd.read_workload(sys.argv[1], s, limit=50), 'fifo', 'walltime'); "
+            "print('ortools' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(KTH)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_workload_read_onto_another_system_is_checked_again() -> None:
+    jobs = cpd.read_workload(KTH, cpd.System.preset("kth-sp2"), limit=20)
+    with pytest.raises(CpdispatchError, match="field req has 1 amounts, system eurora has 4 types"):
+        cpd.simulate("eurora", jobs, "fifo")

@@ -38,7 +38,10 @@ def read_workload(
     """Read a trace (SWF, Alibaba pod CSV or native CSV, plain or gzip; format from the suffix
     and content unless `fmt` says) onto `system`. Malformed lines are skipped and reported in the
     workload (`strict`: the first one is an error)."""
-    return load_workload(path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
+    workload = load_workload(path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
+    workload.origin = {"read_workload": str(path), "fmt": fmt, "limit": limit, "skip": skip, "strict": strict,
+                       "types": system.types}
+    return workload
 
 
 def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
@@ -46,6 +49,8 @@ def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
     per type of `system`, at least one unit, non-negative times. Raises CpdispatchError naming
     the job and the field."""
     wl = jobs if isinstance(jobs, Workload) else Workload("<python>", list(jobs))
+    if wl.origin is not None and wl.origin["types"] == system.types:  # read onto such a system, checked
+        return wl
     n_types, seen, last = len(system.types), set(), None
     for i, j in enumerate(wl.jobs):
         where = f"{wl.source}: job {i} (id {getattr(j, 'id', '?')!r})"
@@ -171,6 +176,11 @@ def simulate(
             "charge_dispatch_time": charge_dispatch_time}
     raw.options.update({"system": system.name, "workload": workload.source, "seed": seed,
                         "load_factor": load_factor})
+    if workload.origin is not None:  # how the jobs were read, to read them again
+        call["jobs"] = {k: v for k, v in workload.origin.items() if k != "types"}
+        origin = workload.origin
+        raw.options.update({"workload": origin["read_workload"], "limit_jobs": origin["limit"],
+                            "skip_jobs": origin["skip"], "strict": origin["strict"]})
     summary = summarize(raw)
     summary["call"] = call
     return Result(raw, summary, call)

@@ -58,11 +58,6 @@ def run_simulation(
         kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
         record_instances=record_instances,
     )
-    provenance = {"workload": workload_path, "limit_jobs": limit, "skip_jobs": skip, "strict": strict}
-    result.raw.options.update(provenance)
-    result.summary["options"].update(provenance)
-    result.summary["call"]["jobs"] = {"read_workload": workload_path, "fmt": fmt, "limit": limit, "skip": skip,
-                                      "strict": strict}
     if out:
         result.save(out, plots=plots)
     return {"summary": result.summary, "result": result.raw}

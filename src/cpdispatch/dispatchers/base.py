@@ -130,9 +130,9 @@ def plugins() -> dict[str, Any]:
 
 
 def dispatcher_class(name: str) -> type[Dispatcher]:
-    from . import load_all
+    from . import load_home
 
-    load_all()
+    load_home(name)
     key = _ALIASES.get(name, name)
     if key not in _REGISTRY:
         raise CpdispatchError(f"unknown dispatcher '{name}' (known: {', '.join(sorted(all_names()))}; or "
@@ -163,9 +163,9 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     strings (the command line) or typed values (the Python API)."""
     if ":" in name:
         return resolve_dispatcher(import_object(name), raw_options)
-    from . import load_all
+    from . import load_home
 
-    load_all()
+    load_home(name)
     found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
     if name in found:
         return resolve_dispatcher(found[name].load(), raw_options, name=name)

@@ -85,4 +85,4 @@ class Pbs(Dispatcher):
         cache = self._cache
         cache.sync(snapshot.queued, snapshot.free.shape[1])
         order = self.order(cache, snapshot.time)
-        return Decision(starts=start_in_order(snapshot, cache, order, self._alloc, skip=True))
+        return Decision(starts=start_in_order(snapshot, cache, order, self._alloc, skip=True)[0])

@@ -347,10 +347,11 @@ def within(totals: np.ndarray, limit: list[int]) -> np.ndarray:
 
 def start_in_order(
     snapshot: Snapshot, cache: QueueCache, order: np.ndarray | None, allocator: Allocator, skip: bool
-) -> tuple[Start, ...]:
+) -> tuple[tuple[Start, ...], QueuedJob | None]:
     """Allocate the queued jobs at positions `order` (None: queue order), in that order; without
-    `skip`, stop at the first one that does not fit. With `skip`, jobs whose totals exceed the
-    free totals are dropped up front (free only shrinks in a pass: they could never start)."""
+    `skip`, stop at the first one that does not fit (returned second, else None). With `skip`,
+    jobs whose totals exceed the free totals are dropped up front (free only shrinks in a pass:
+    they could never start)."""
     allocator.observe(snapshot)
     work = GreedyPass(snapshot, allocator)
     items = cache.items
@@ -360,6 +361,7 @@ def start_in_order(
         order = order[cache.may_fit(work.free_totals)[order]]
     starts: list[Start] = []
     done: list[int] = []
+    blocked = None
     for i in order.tolist() if skip else map(int, order):
         job = items[i].job
         nodes = work.try_start(job)
@@ -367,43 +369,66 @@ def start_in_order(
             starts.append(Start(job.id, nodes))
             done.append(i)
         elif not skip:
+            blocked = items[i]
             break
     cache.remove(done)
-    return tuple(starts)
+    return tuple(starts), blocked
 
 
 ALLOCATOR_OPTION = Option("allocator", "first-fit", f"node allocation: {ALLOCATOR_HELP}")
 
 
 class _QueueOrder(Dispatcher):
-    """Sort the queue by `key` (of the cached arrays), then start jobs strictly in that order."""
+    """Sort the queue by `key` (live positions of the cached arrays), then start jobs strictly in
+    that order.
 
-    key: ClassVar[Callable[[QueueCache], np.ndarray | None]]
+    Most calls find the same first job blocked on the same free capacity (new jobs arrived
+    behind it): the decision is then empty without a pass, since whether a job fits depends only
+    on the free amounts (every allocator finds a fit when one exists).
+    """
+
+    key: ClassVar[Callable[[LiveQueueCache], np.ndarray | None]]
     options = (ALLOCATOR_OPTION,)
     allocator: str
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._alloc = get_allocator(self.allocator)
-        self._cache = QueueCache()
+        self._cache = LiveQueueCache()
+        self._blocked: tuple[QueuedJob, np.ndarray] | None = None  # first job in order, free it failed on
 
     def decide(self, snapshot: Snapshot) -> Decision:
         cache = self._cache
         cache.sync(snapshot.queued, snapshot.free.shape[1])
+        if not cache.nlive:
+            return Decision(())
         order = type(self).key(cache)
-        return Decision(starts=start_in_order(snapshot, cache, order, self._alloc, skip=False))
+        first = cache.items[0 if order is None else int(order[0])]
+        blocked = self._blocked
+        if blocked is not None and blocked[0] is first and np.array_equal(blocked[1], snapshot.free):
+            self._alloc.observe(snapshot)
+            return Decision(())
+        starts, stop = start_in_order(snapshot, cache, order, self._alloc, skip=False)
+        # remembered only when the first job failed on the snapshot's own free amounts
+        self._blocked = (stop, snapshot.free) if stop is not None and not starts else None
+        return Decision(starts=starts)
 
 
-def _fifo(c: QueueCache) -> np.ndarray | None:
+def _fifo(c: LiveQueueCache) -> np.ndarray | None:
     return c.fifo_order()
 
 
-def _sjf(c: QueueCache) -> np.ndarray:
-    return np.argsort(c.predicted, kind="stable")
+def _by_predicted(c: LiveQueueCache, sign: int) -> np.ndarray:
+    live = np.flatnonzero(c.live)
+    return live[np.argsort(sign * c.predicted[live], kind="stable")]
 
 
-def _ljf(c: QueueCache) -> np.ndarray:
-    return np.argsort(-c.predicted, kind="stable")
+def _sjf(c: LiveQueueCache) -> np.ndarray:
+    return _by_predicted(c, 1)
+
+
+def _ljf(c: LiveQueueCache) -> np.ndarray:
+    return _by_predicted(c, -1)
 
 
 @registered()

@@ -106,7 +106,7 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
     notes = {**workload.notes, "load_factor": f"inter-arrival times divided by {factor:g}"}
     return Workload(
         workload.source, [scaled(j) for j in workload.jobs],
-        [replace(r, job=scaled(r.job)) for r in workload.rejected], workload.skipped, notes,
+        [replace(r, job=scaled(r.job)) for r in workload.rejected], workload.skipped, notes, workload.origin,
     )
 
 

@@ -17,6 +17,8 @@ class Workload:
     was never scheduled, so its run time is unknown), each with a reason. `skipped`: malformed
     lines (only in the default, non-strict mode), each an InputError naming file, line, field.
     `notes`: facts about the reading worth reporting (rules applied, censored jobs, ...).
+    `origin`: the `read_workload` call that read it from a file (None when built in Python); a
+    workload read from a file was checked while reading and is not checked again.
     """
 
     source: str
@@ -24,3 +26,4 @@ class Workload:
     rejected: list[Rejection] = field(default_factory=list)
     skipped: list[InputError] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    origin: dict[str, Any] | None = None
