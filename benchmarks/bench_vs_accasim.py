@@ -1,8 +1,13 @@
 """cpdispatch vs AccaSim 1.1.3 (the simulator the papers used), side by side in one run.
 
 Same traces, same dispatching rules, equivalent systems:
+  KTH-SP2-1996-2.1-cln under FIFO               (AccaSim: FIFO + first fit; ours: fifo, first-fit)
   KTH-SP2-1996-2.1-cln under EASY backfilling  (AccaSim: EBF + first fit; ours: easy, first-fit)
   HPC2N-2002-2.2-cln under FIFO                 (AccaSim: FIFO + first fit; ours: fifo, first-fit)
+Then ours alone under EASY on HPC2N (203k jobs) and RICC (448k jobs), whose jobs/s should match
+KTH-SP2's if the cost is linear in the jobs. A second table splits our wall time: reading the
+trace, the simulation (of which the dispatcher), writing the outputs, and the rest (interpreter
+start, imports, metrics).
 Each simulation runs in its own process; wall time is the whole process (start to exit, measured
 here with perf_counter) and peak memory is the process's maximum resident set (wait4 rusage, as
 /usr/bin/time reports it). Average waiting time and slowdown come from AccaSim's stats file and
@@ -10,7 +15,7 @@ from our summary.json; "same wait" compares the two schedules job by job. For HP
 runs ours on the system AccaSim effectively simulates (it drops memory requests; see the notes).
 
 Usage: python benchmarks/bench_vs_accasim.py [--quick] [--skip-accasim]
-  --quick         KTH only
+  --quick         KTH only (no HPC2N, no RICC)
   --skip-accasim  run ours only and print the issue's AccaSim reference figures beside it
 The first full run creates benchmarks/.accasim-venv (git-ignored) and installs accasim==1.1.3 and
 its declared dependencies with pip; benchmarks/accasim_runner.py patches AccaSim at run time for
@@ -58,7 +63,7 @@ class Case:
     dispatcher: str  # ours; AccaSim's equivalent is in accasim_runner.py
     system: str  # our preset
     accasim_config: dict  # AccaSim system config with the same shape
-    reference_s: float  # AccaSim wall time quoted in the issue (2-core machine)
+    reference_s: float | None  # AccaSim wall time quoted in an issue (2-core machine); None: not run
     # our system file for what AccaSim really simulates, when that differs from `system` (see NO_MEM)
     accasim_effective: Path | None = None
 
@@ -69,15 +74,19 @@ class Case:
 NO_MEM_HPC2N = BENCH / "systems" / "hpc2n-cores-only.toml"
 
 
+KTH_CONFIG = {"system_name": "KTH SP2", "start_time": 843480031, "equivalence": {"processor": {"core": 1}},
+              "groups": {"g0": {"core": 1}}, "resources": {"g0": 100}}
 CASES = (
-    Case("KTH-SP2-1996-2.1-cln", "easy", "kth-sp2",
-         {"system_name": "KTH SP2", "start_time": 843480031, "equivalence": {"processor": {"core": 1}},
-          "groups": {"g0": {"core": 1}}, "resources": {"g0": 100}}, 26.5),
+    Case("KTH-SP2-1996-2.1-cln", "fifo", "kth-sp2", KTH_CONFIG, None),
+    Case("KTH-SP2-1996-2.1-cln", "easy", "kth-sp2", KTH_CONFIG, 26.5),
     # AccaSim's own Seth configuration (extra/journal_scripts/simulator_comparison/accasim/config/seth.config)
     Case("HPC2N-2002-2.2-cln", "fifo", "hpc2n",
          {"system_name": "Seth - HPC2N", "start_time": 1027839845, "equivalence": {"processor": {"core": 2}},
           "groups": {"g0": {"core": 4, "mem": 1048576}}, "resources": {"g0": 120}}, 357.0, NO_MEM_HPC2N),
 )
+# ours alone: jobs/s on the large traces against KTH-SP2's under the same dispatcher
+SCALING = (("HPC2N-2002-2.2-cln", "hpc2n"), ("RICC-2010-2", "ricc"))
+GOAL = 30.0  # speed-up over AccaSim asked for KTH-SP2 (whole command, same machine, same run)
 
 
 @dataclass
@@ -92,6 +101,7 @@ class Run:
     avg_wait: float | None = None
     avg_sld: float | None = None
     waits: dict[str, int] | None = None  # job id -> waiting time
+    timing: dict[str, float] | None = None  # ours: summary.json's timing (read, simulate, ...)
 
 
 def ensure_accasim_venv() -> Path:
@@ -139,7 +149,7 @@ def run_ours(case: Case, tmp: Path, system: str | None = None, label: str = "cpd
                 waits[r["job_id"]] = int(r["start"]) - int(r["submit"])
     shutil.rmtree(out)
     return Run(label, s["jobs"], s["rejected"], wall, cpu, s["sim_wall_s"], rss, s["avg_wait"],
-               s["avg_slowdown"], waits)
+               s["avg_slowdown"], waits, s.get("timing"))
 
 
 def accasim_waits(sched_file: str) -> dict[str, int]:
@@ -262,14 +272,40 @@ Notes
     return text
 
 
+SPLIT = (("trace", "<20"), ("disp", "<4"), ("wall s", ">7"), ("read s", ">7"), ("simulate s", ">10"),
+         ("of which disp.", ">14"), ("outputs s", ">9"), ("rest s", ">7"), ("jobs/s", ">8"), ("vs KTH", ">7"),
+         ("RSS MB", ">7"))
+
+
+def split_row(trace: str, dispatcher: str, run: Run, kth_jps: float | None) -> str:
+    """Where our wall time went; `rest` is start-up, imports and metrics (wall minus the parts)."""
+    t = run.timing or {}
+    parts = [t.get("read_s"), t.get("simulate_s"), t.get("outputs_s")]
+    rest = run.wall_s - sum(parts) if run.wall_s and None not in parts else None  # type: ignore[arg-type]
+    jps = run.jobs / run.wall_s if run.jobs and run.wall_s else None
+    rel = "—" if jps is None or not kth_jps else f"{jps / kth_jps:.0%}"
+    values = [trace.split("-")[0], dispatcher, fmt(run.wall_s, ".2f"), fmt(t.get("read_s"), ".2f"),
+              fmt(t.get("simulate_s"), ".2f"), fmt(t.get("dispatcher_s"), ".2f"), fmt(t.get("outputs_s"), ".2f"),
+              fmt(rest, ".2f"), fmt(jps, ",.0f"), rel, fmt(run.rss_mb, ".0f")]
+    return "  ".join(format(v, spec) for v, (_, spec) in zip(values, SPLIT))
+
+
+def print_table(cols: tuple[tuple[str, str], ...], rows: list[str]) -> None:
+    print("  ".join(format(name, spec) for name, spec in cols))
+    print("  ".join(format("-" * int(spec[1:]), spec) for _, spec in cols))
+    for r in rows:
+        print(r)
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     skip = "--skip-accasim" in sys.argv
-    cases = CASES[:1] if quick else CASES
+    cases = [c for c in CASES if c.trace.startswith("KTH")] if quick else list(CASES)
     py = None if skip else ensure_accasim_venv()
     load0 = os.getloadavg()[0]
     shims: list[str] = []
-    rows = []
+    rows, splits, verdicts = [], [], []
+    kth_jps: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-vs-accasim-") as d:
         tmp = Path(d)
         for case in cases:
@@ -282,18 +318,30 @@ def main() -> None:
                 acc, shims = run_accasim(case, tmp, py)
             rows.append(table_row(case, acc))
             rows.append(table_row(case, ours, acc))
+            if case.trace.startswith("KTH") and ours.jobs and ours.wall_s:
+                kth_jps[case.dispatcher] = ours.jobs / ours.wall_s
+                if acc.wall_s:
+                    ratio = acc.wall_s / ours.wall_s
+                    verdicts.append(f"KTH-SP2 {case.dispatcher}: {ratio:.1f}x AccaSim's wall time (goal {GOAL:g}x: "
+                                    f"{'met' if ratio >= GOAL else 'not met'})")
+            splits.append(split_row(case.trace, case.dispatcher, ours, kth_jps.get(case.dispatcher)))
             if py is not None and case.accasim_effective:
                 print(f"{case.trace} {case.dispatcher}: cpdispatch on AccaSim's effective system ...",
                       file=sys.stderr, flush=True)
                 twin = run_ours(case, tmp, str(case.accasim_effective), "cpdispatch (no mem)")
                 rows.append(table_row(case, twin, acc))
-    print(line([name for name, _ in COLS]))
-    print(line(["-" * int(spec[1:]) for _, spec in COLS]))
-    for r in rows:
-        print(r)
+        for trace, system in () if quick else SCALING:
+            print(f"{trace} easy: cpdispatch ...", file=sys.stderr, flush=True)
+            big = run_ours(Case(trace, "easy", system, {}, None), tmp)
+            splits.append(split_row(trace, "easy", big, kth_jps.get("easy")))
+    print_table(COLS, rows)
     if py is not None:
-        refs = ", ".join(f"{c.trace.split('-')[0]} {c.dispatcher} {c.reference_s:g} s" for c in cases)
-        print(f"\nAccaSim 1.1.3 figures quoted in the issue (2-core machine): {refs}.")
+        refs = ", ".join(f"{c.trace.split('-')[0]} {c.dispatcher} {c.reference_s:g} s" for c in cases if c.reference_s)
+        print(f"\nAccaSim 1.1.3 figures quoted in the issues (2-core machine): {refs}.")
+    print("\nWhere cpdispatch's wall time goes (vs KTH = jobs/s against KTH-SP2's under the same dispatcher):")
+    print_table(SPLIT, splits)
+    if verdicts:
+        print("\n" + "\n".join(verdicts))
     print(notes(skip, shims, (load0, os.getloadavg()[0])))
 
 

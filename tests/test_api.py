@@ -4,6 +4,7 @@ workloads, and CLI runs reproduced by one `cpd.simulate` call."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -194,29 +195,42 @@ def newest_first(snap):
             starts.append(cpd.Start(q.job.id, nodes))
             snap = snap.after(starts[-1])
     return starts
+
+
+class HalfWalltime:
+    """Half the requested walltime (a test plugin: observe is optional)."""
+
+    def predict(self, job, now):
+        return (job.walltime or 0) // 2
 '''
 
 
 def test_entry_point_plugin_is_listed_and_runs_from_the_cli(tmp_path: Path) -> None:
-    """A package declaring an entry point in `cpdispatch.dispatchers` (installed here as a
-    module plus its dist-info on the path, as pip would leave it)."""
+    """A package declaring entry points in `cpdispatch.dispatchers` and `cpdispatch.predictors`
+    (installed here as a module plus its dist-info on the path, as pip would leave it)."""
     site = tmp_path / "site"
     (site / "lcfs_plugin-1.0.dist-info").mkdir(parents=True)
     (site / "lcfs_plugin.py").write_text(PLUGIN)
     (site / "lcfs_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lcfs-plugin\n"
                                                                   "Version: 1.0\n")
     (site / "lcfs_plugin-1.0.dist-info" / "entry_points.txt").write_text(
-        "[cpdispatch.dispatchers]\nlcfs = lcfs_plugin:newest_first\n")
+        "[cpdispatch.dispatchers]\nlcfs = lcfs_plugin:newest_first\n"
+        "[cpdispatch.predictors]\nhalf = lcfs_plugin:HalfWalltime\n")
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     listed = _cli("dispatchers", env=env)
     assert listed.returncode == 0 and "lcfs (plugin lcfs_plugin:newest_first, package lcfs-plugin)" in listed.stdout
-    for name in ("lcfs", "lcfs_plugin:newest_first"):
+    assert "half (plugin lcfs_plugin:HalfWalltime, package lcfs-plugin)" in listed.stdout
+    for name, predictor in (("lcfs", "half"), ("lcfs_plugin:newest_first", "lcfs_plugin:HalfWalltime")):
         out = tmp_path / name.replace(":", "_")
         run = _cli("simulate", "--system", "kth-sp2", "--workload", str(KTH), "--limit-jobs", "300",
-                   "--dispatcher", name, "--out", str(out), "--no-plots", "--no-progress", env=env)
+                   "--dispatcher", name, "--predictor", predictor, "--out", str(out), "--no-plots", "--no-progress",
+                   env=env)
         assert run.returncode == 0, run.stderr
         summary = json.loads((out / "summary.json").read_text())
         assert summary["completed"] + summary["rejected"] + summary["killed"] == summary["jobs"] == 300
+        with open(out / "schedule.csv") as f:  # the plugin predictor's figures reach the dispatcher
+            rows = [r for r in csv.DictReader(f) if r["predicted"]]
+        assert rows and all(int(r["predicted"]) == int(r["walltime"]) // 2 for r in rows)
 
 
 def test_every_builtin_name_has_its_home_module() -> None:

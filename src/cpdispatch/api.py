@@ -9,6 +9,7 @@ an object with the `Predictor` methods.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,9 @@ def read_workload(
     """Read a trace (SWF, Alibaba pod CSV or native CSV, plain or gzip; format from the suffix
     and content unless `fmt` says) onto `system`. Malformed lines are skipped and reported in the
     workload (`strict`: the first one is an error)."""
+    t0 = time.perf_counter()
     workload = load_workload(path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
+    workload.read_s = time.perf_counter() - t0
     workload.origin = {"read_workload": str(path), "fmt": fmt, "limit": limit, "skip": skip, "strict": strict,
                        "types": system.types}
     return workload
@@ -142,49 +145,98 @@ def simulate(
     reason. An exception raised by the dispatcher or the predictor propagates, with a note giving
     the simulated time and the jobs concerned."""
     from . import recorded
-    from .metrics import summarize
     from .simulator import SimOptions
-    from .simulator import simulate as run
 
     if isinstance(system, str):
         system = System.preset(system)
     workload = scale_arrivals(validate_jobs(jobs, system), load_factor)
-    sim_opts = SimOptions(kill_at_walltime, charge_dispatch_time, progress)
     if dispatcher == recorded.NAME:  # the trace's own schedule: replayed, not dispatched
         if options or record_instances:
             raise CpdispatchError("the recorded schedule takes no dispatcher options and makes no instances")
         raw = recorded.replay_recorded(system, workload, kill_at_walltime)
     else:
         disp = resolve_dispatcher(dispatcher, dict(options or {}), seed=seed)
-        pred = resolve_predictor(predictor)
-        hook, recorder = None, None
-        if record_instances:
-            from .instances import InstanceRecorder
-
-            recorder = InstanceRecorder(str(record_instances))
-            hook = recorder.record
-        try:
-            raw = run(system, workload, disp, pred, sim_opts, on_decision=hook)
-        finally:
-            if recorder is not None:
-                recorder.close()
+        sim_opts = SimOptions(kill_at_walltime, charge_dispatch_time, progress)
+        raw = _run(system, workload, disp, resolve_predictor(predictor), sim_opts, record_instances)
     if isinstance(dispatcher, str):
         raw.dispatcher = dispatcher  # the name the user typed (an alias such as hcp19 stays hcp19)
     call = {"system": system.name, "workload": workload.source, "dispatcher": raw.dispatcher,
             "predictor": raw.predictor, "options": {k: str(v) for k, v in (options or {}).items()},
             "load_factor": load_factor, "seed": seed, "kill_at_walltime": kill_at_walltime,
             "charge_dispatch_time": charge_dispatch_time}
-    raw.options.update({"system": system.name, "workload": workload.source, "seed": seed,
-                        "load_factor": load_factor})
-    if workload.origin is not None:  # how the jobs were read, to read them again
-        call["jobs"] = {k: v for k, v in workload.origin.items() if k != "types"}
-        origin = workload.origin
+    return _result(raw, workload, call)
+
+
+def _run(system: System, workload: Workload, disp: Dispatcher, pred: Predictor, sim_opts: Any,
+         record_instances: str | Path | None) -> SimulationResult:
+    """The simulation, with every dispatching instance saved to `record_instances` if given."""
+    from .simulator import simulate as run
+
+    if not record_instances:
+        return run(system, workload, disp, pred, sim_opts)
+    from .instances import InstanceRecorder
+
+    recorder = InstanceRecorder(str(record_instances))
+    try:
+        return run(system, workload, disp, pred, sim_opts, on_decision=recorder.record)
+    finally:
+        recorder.close()
+
+
+def _result(raw: SimulationResult, workload: Workload, call: dict[str, Any]) -> Result:
+    """The summary of `raw`, with the call that made it and where the wall time went."""
+    from .metrics import summarize
+
+    raw.options.update({"system": call["system"], "workload": workload.source, "seed": call["seed"],
+                        "load_factor": call["load_factor"]})
+    origin = workload.origin
+    if origin is not None:  # how the jobs were read, to read them again
+        call["jobs"] = {k: v for k, v in origin.items() if k != "types"}
         raw.options.update({"workload": origin["read_workload"], "limit_jobs": origin["limit"],
                             "skip_jobs": origin["skip"], "strict": origin["strict"]})
     summary = summarize(raw)
     summary["call"] = call
+    # where the wall time of a run goes (outputs_s is added by Result.save)
+    summary["timing"] = {"read_s": workload.read_s, "simulate_s": raw.sim_wall_s,
+                         "dispatcher_s": sum(d.wall_ms for d in raw.decisions) / 1e3}
     return Result(raw, summary, call)
 
 
+def catalogue() -> str:
+    """What `cpdispatch dispatchers` prints: built-in dispatchers with their options, installed
+    plugins (entry points), and the predictors."""
+    from . import recorded
+    from .dispatchers.base import aliases_of, plugins, registry
+    from .predictors import PREDICTORS
+    from .predictors import plugins as predictor_plugins
+
+    classes = sorted(registry().items())
+    # options every CP dispatcher has with the same default are listed once, after the list
+    cp = [cls for _, cls in classes if cls.__module__.startswith("cpdispatch.dispatchers.cp.")]
+    shared = {(o.name, repr(o.default)): o for o in cp[0].options} if cp else {}
+    for cls in cp[1:]:
+        shared = {k: o for k, o in shared.items() if k in {(x.name, repr(x.default)) for x in cls.options}}
+    lines = []
+    for name, cls in classes:
+        alias = aliases_of(name)
+        lines.append(f"{name}{' (= ' + ', '.join(alias) + ')' if alias else ''}: {cls.summary}")
+        lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in cls.options
+                  if (o.name, repr(o.default)) not in shared or cls not in cp]
+    lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
+    lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
+    if shared:
+        lines.append("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
+        lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
+    lines.append(f"\npredictors: {', '.join(PREDICTORS)}")
+    lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
+    lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "
+                 "--predictor module:attr")
+    return "\n".join(lines)
+
+
+def _plugin_line(name: str, ep: Any) -> str:
+    return f"{name} (plugin {ep.value}, package {ep.dist.name if ep.dist else '?'})"
+
+
 __all__ = ["Decision", "Dispatcher", "Result", "Snapshot", "Start", "System", "generate_eurora", "read_workload",
-           "simulate", "validate_jobs"]
+           "simulate", "validate_jobs", "catalogue"]

@@ -6,12 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import CpdispatchError
-
-if TYPE_CHECKING:
-    pass
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 
@@ -126,31 +123,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_dispatchers(args: argparse.Namespace) -> int:
-    from . import recorded
-    from .dispatchers.base import aliases_of, plugins, registry
-    from .predictors import PREDICTORS
+    from .api import catalogue
 
-    classes = sorted(registry().items())
-    # options every CP dispatcher has with the same default are listed once, after the list
-    cp = [cls for _, cls in classes if cls.__module__.startswith("cpdispatch.dispatchers.cp.")]
-    shared = {(o.name, repr(o.default)): o for o in cp[0].options} if cp else {}
-    for cls in cp[1:]:
-        shared = {k: o for k, o in shared.items() if k in {(x.name, repr(x.default)) for x in cls.options}}
-    for name, cls in classes:
-        alias = aliases_of(name)
-        print(f"{name}{' (= ' + ', '.join(alias) + ')' if alias else ''}: {cls.summary}")
-        for opt in cls.options:
-            if (opt.name, repr(opt.default)) not in shared or cls not in cp:
-                print(f"    {opt.name} = {opt.default!r}: {opt.help}")
-    print(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
-    for name, ep in sorted(plugins().items()):
-        print(f"{name} (plugin {ep.value}, package {ep.dist.name if ep.dist else '?'})")
-    if shared:
-        print("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
-        for opt in shared.values():
-            print(f"    {opt.name} = {opt.default!r}: {opt.help}")
-    print(f"\npredictors: {', '.join(PREDICTORS)}")
-    print("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), --predictor module:attr")
+    print(catalogue())
     return 0
 
 
@@ -212,7 +187,12 @@ def cmd_instances_compare(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cpdispatch", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_simulate, _add_tools, _add_demo, _add_instances):
+        add(sub)
+    return p
 
+
+def _add_simulate(sub: Any) -> None:
     s = sub.add_parser("simulate", help="replay a workload on a system with a dispatcher")
     s.add_argument("--system", required=True, help="preset name or TOML file")
     s.add_argument("--workload", required=True, help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
@@ -235,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-plots", action="store_true")
     s.set_defaults(func=cmd_simulate)
 
+
+def _add_tools(sub: Any) -> None:
     s = sub.add_parser("systems", help="list presets, show one, or print it as TOML")
     s.add_argument("name", nargs="?")
     s.add_argument("--toml", action="store_true")
@@ -266,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strict", action="store_true")
     s.set_defaults(func=cmd_inspect)
 
+
+def _add_demo(sub: Any) -> None:
     s = sub.add_parser("demo", help="the main job on an embedded default: generated Eurora workload, "
                                     "dispatchers compared")
     s.add_argument("--jobs", type=int, default=3000)
@@ -277,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="demo-out")
     s.set_defaults(func=cmd_demo)
 
+
+def _add_instances(sub: Any) -> None:
     s = sub.add_parser("instances", help="saved dispatching instances (--record-instances)")
     isub = s.add_subparsers(dest="instances_command", required=True)
     s = isub.add_parser("compare", help="replay saved instances with several dispatchers; ratio plots "
@@ -288,7 +274,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--option", action="append", default=[], metavar="DISPATCHER:KEY=VALUE",
                    help="dispatcher option (repeatable), e.g. pcp20:fastpath=false")
     s.set_defaults(func=cmd_instances_compare)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

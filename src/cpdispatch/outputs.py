@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,11 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, summary: dict[s
     out.mkdir(parents=True, exist_ok=True)
     if summary is None:
         summary = summarize(result)
+    t0 = time.perf_counter()
     with no_gc():
         write_schedule(result, out / "schedule.csv")
         write_decisions(result, out / "decisions.csv")
+    if "timing" in summary:
+        summary["timing"]["outputs_s"] = time.perf_counter() - t0
     write_summary(summary, out / "summary.json")
     return summary

@@ -73,6 +73,13 @@ class _Adapted(Predictor):
         return int(self.obj.extend(job, elapsed, predicted)) if hasattr(self.obj, "extend") else predicted
 
 
+def plugins() -> dict[str, Any]:
+    """Installed entry points of `ENTRY_POINT_GROUP`, by name (not loaded)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def resolve_predictor(spec: Any) -> Predictor:
     """A predictor from a name (built-in, plugin entry point or ``module:attr``), a `Predictor`,
     a `Predictor` class, or any object with a `predict(job, now)` method."""
@@ -82,9 +89,7 @@ def resolve_predictor(spec: Any) -> Predictor:
 
             return resolve_predictor(import_object(spec))
         if spec not in _CLASSES and spec not in ALIASES:
-            from importlib.metadata import entry_points
-
-            found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+            found = plugins()
             if spec in found:
                 return resolve_predictor(found[spec].load())
         return make_predictor(spec)

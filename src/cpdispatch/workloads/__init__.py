@@ -107,6 +107,7 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
     return Workload(
         workload.source, [scaled(j) for j in workload.jobs],
         [replace(r, job=scaled(r.job)) for r in workload.rejected], workload.skipped, notes, workload.origin,
+        workload.read_s,
     )
 
 

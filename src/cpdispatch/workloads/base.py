@@ -27,3 +27,4 @@ class Workload:
     skipped: list[InputError] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
     origin: dict[str, Any] | None = None
+    read_s: float = 0.0  # wall seconds the reading took
