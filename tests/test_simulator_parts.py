@@ -57,10 +57,10 @@ def test_cluster_checks_count_range_and_capacity_and_applies_per_node() -> None:
     assert not isinstance(checked, str)
     alloc, need = checked
     assert alloc == Allocation((0, 1), (1, 2))  # nodes ascending, counts per node
-    c.take(alloc, need)
+    c.take("a", alloc, need)
     assert c.free.tolist() == [[3, 7], [2, 4]]
     snap_free = c.frozen_free()
-    c.release(j, alloc)
+    c.release("a")
     assert c.free.tolist() == [[4, 10], [4, 10]]
     assert snap_free.tolist() == [[3, 7], [2, 4]] and not snap_free.flags.writeable
 

@@ -26,6 +26,8 @@ class Cluster:
         self.free = np.array(system.capacity, dtype=np.int64, copy=True)
         # node indices as shared int objects: allocations live all run, one int per node suffices
         self._node_ints = tuple(range(system.n_nodes))
+        # per running job, the rows it holds and the amounts per row (given back as taken)
+        self._held: dict[str, tuple[int | np.ndarray, np.ndarray]] = {}
 
     def frozen_free(self) -> np.ndarray:
         """A read-only copy for a snapshot."""
@@ -40,6 +42,8 @@ class Cluster:
         n_nodes = self.system.n_nodes
         if len(start.nodes) == 1:
             keys, counts = [start.nodes[0]], [1]
+        elif len(set(start.nodes)) == len(start.nodes):  # one unit per node: nothing to count
+            keys, counts = list(start.nodes), [1] * len(start.nodes)
         else:
             pairs = Counter(start.nodes)
             keys, counts = list(pairs), list(pairs.values())
@@ -76,13 +80,14 @@ class Cluster:
             f"free, {units} units need {need}"
         )
 
-    def take(self, alloc: Allocation, need: Demand) -> None:
-        """Apply a checked allocation (`need` from `check`)."""
-        self.free[alloc.nodes[0] if len(alloc.nodes) == 1 else list(alloc.nodes)] -= need
+    def take(self, job_id: str, alloc: Allocation, need: Demand) -> None:
+        """Apply a checked allocation (`need` from `check`) of job `job_id`."""
+        rows = alloc.nodes[0] if len(alloc.nodes) == 1 else np.asarray(alloc.nodes, dtype=np.intp)
+        amounts = np.asarray(need, dtype=np.int64)
+        self.free[rows] -= amounts
+        self._held[job_id] = (rows, amounts)
 
-    def release(self, job: Job, alloc: Allocation) -> None:
-        nodes, counts = alloc.nodes, alloc.counts
-        if len(nodes) == 1:  # one node (most jobs): a row update without index arrays
-            self.free[nodes[0]] += [counts[0] * a for a in job.req]
-        else:
-            self.free[list(nodes)] += np.asarray(counts, dtype=np.int64)[:, None] * np.asarray(job.req, dtype=np.int64)
+    def release(self, job_id: str) -> None:
+        """Give back what job `job_id` took."""
+        rows, amounts = self._held.pop(job_id)
+        self.free[rows] += amounts

@@ -90,7 +90,7 @@ class Simulator:
 
     def _complete(self, job_id: str, now: int) -> None:
         run = self.running.pop(job_id)
-        self.cluster.release(run.job, run.alloc)
+        self.cluster.release(job_id)
         try:
             self.predictor.observe(run.job, now - run.start, now)
         except Exception as exc:
@@ -155,7 +155,7 @@ class Simulator:
             assert queued is not None
             alloc, need = checked
             job = queued.job
-            self.cluster.take(alloc, need)
+            self.cluster.take(job.id, alloc, need)
             self.queue.pop(job.id)
             taken += 1
             end = self.ledger.start(job, start_at, queued.predicted, alloc, self.options.kill_at_walltime)
