@@ -412,6 +412,22 @@ def test_extracted_plans_respect_node_capacities(inst: Instance) -> None:
     check_positions(bm, solver)
 
 
+def test_two_types_folded_into_one_are_not_both_withheld() -> None:
+    """Found by the property above: the one queued job asks mem and gpu in fixed proportion to its
+    core, and both folded into core withheld node 0's whole core capacity forever (infeasible).
+    One fold per target type: the job starts on node 0 when the running jobs end."""
+    sys_ = System.build("h", [NodeGroup("g0", 1, {"core": 2, "mem": 4, "gpu": 1}),
+                              NodeGroup("g1", 2, {"core": 1, "mem": 0, "gpu": 0})])
+    running = [CpRunning(f"r{i}", 1, (1, 1, 0), 1, on(0)) for i in range(2)]
+    inst = make_instance(sys_, [CpJob("j0", 1, (1, 3, 1), 1, 0)], running)
+    bm = Pcp20Model(inst, "slowdown")
+    assert len(bm.folds) == 1
+    solver, status = solve(bm, workers=1)
+    assert status == cp_model.OPTIMAL
+    plan = bm.complete(bm.extract(solver))
+    assert plan.starts == {"j0": 1} and plan.nodes == {"j0": (0,)}
+
+
 # -- (d) hints ---------------------------------------------------------------------------------------
 
 

@@ -475,19 +475,21 @@ class Pcp20Model(BuiltModel):
         Exact: the running jobs' r-usage becomes effective c-usage per node."""
         folds: list[Fold] = []
         gone = set(self.dropped_types)
+        targets: set[int] = set()  # one fold per target: two would each withhold their own share of c
         reqs = {self._request(j) for j in self.instance.jobs}
         for r in range(len(self.instance.system.types)):
             users = [q for q in reqs if q[r] > 0]
-            if r in gone or not users:
+            if r in gone or r in targets or not users:
                 continue
             for c in range(len(self.instance.system.types)):
-                if c == r or c in gone or any((q[c] > 0) != (q[r] > 0) for q in reqs):
+                if c == r or c in gone or c in targets or any((q[c] > 0) != (q[r] > 0) for q in reqs):
                     continue
                 num, den = users[0][r], users[0][c]
                 if num >= den and all(q[r] * den == q[c] * num for q in users):
                     g = math.gcd(num, den)
                     folds.append(Fold(r, c, num // g, den // g))
                     gone.add(r)
+                    targets.add(c)
                     break
         return tuple(folds)
 
