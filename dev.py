@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
     bin_ = VENV / "bin"
     try:
         if what == "demo":
-            run(bin_ / "cpdispatch", "demo", *rest)
+            run(bin_ / "cpdispatch", "demo", "--overwrite", *rest)  # a rerun replaces the last demo's results
         elif what == "lint":
             run(bin_ / "ruff", "check", "src", "tests", "benchmarks")
             run(bin_ / "mypy")

@@ -146,7 +146,7 @@ def test_python_workloads_are_validated() -> None:
         cpd.simulate(system, [replace(a, req=(1,))])
     with pytest.raises(CpdispatchError, match="id appears more than once"):
         cpd.simulate(system, [a, a])
-    with pytest.raises(CpdispatchError, match="field units must be an integer >= 1"):
+    with pytest.raises(CpdispatchError, match="field units must be an integer from 1 to 2\\^40"):
         cpd.simulate(system, [replace(a, units=0)])
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cpdispatch.cli import main
+from cpdispatch.errors import CpdispatchError
 
 SWF_OK = "1 0 -1 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n2 10 -1 50 1 -1 -1 1 100 -1 1 2 1 -1 1 -1 -1 -1\n"
 
@@ -137,7 +138,7 @@ def test_load_factor_compresses_arrivals(tmp_path: Path, workloads_dir: Path) ->
     assert [(j.runtime, j.units, j.req) for j in fast.jobs] == [(j.runtime, j.units, j.req) for j in base.jobs]
     assert len(fast.rejected) == len(base.rejected) and "load_factor" in fast.notes
     assert scale_arrivals(base, 1) is base
-    with pytest.raises(ValueError):
+    with pytest.raises(CpdispatchError, match="between 0.001 and 1000"):
         scale_arrivals(base, 0)
     out = tmp_path / "o"
     code, _, err = cli("simulate", "--system", "alibaba-gpu-2023", "--workload", str(path), "--out", str(out),
@@ -146,4 +147,4 @@ def test_load_factor_compresses_arrivals(tmp_path: Path, workloads_dir: Path) ->
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == 400 and summary["options"]["load_factor"] == 4
     code, _, err = cli("simulate", "--system", "eurora", "--workload", "x.swf", "--out", "o", "--load-factor", "0")
-    assert code == 2 and "--load-factor must be > 0" in err
+    assert code == 2 and "--load-factor must be between 0.001 and 1000" in err

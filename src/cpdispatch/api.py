@@ -25,6 +25,7 @@ from .system import System
 from .workloads import load_workload, scale_arrivals
 from .workloads.base import Workload
 from .workloads.generator import generate_eurora
+from .workloads.reading import MAX_VALUE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +50,7 @@ def read_workload(
 
 def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
     """A workload built in Python, checked like a file: unique ids, sorted by submit, one amount
-    per type of `system`, at least one unit, non-negative times. Raises CpdispatchError naming
+    per type of `system`, at least one unit, times and amounts from 0 to 2^40. Raises CpdispatchError naming
     the job and the field."""
     wl = jobs if isinstance(jobs, Workload) else Workload("<python>", list(jobs))
     if wl.origin is not None and wl.origin["types"] == system.types:  # read onto such a system, checked
@@ -67,9 +68,10 @@ def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
                                   f"{n_types} types {system.types}")
         for name, value in (("units", j.units), ("submit", j.submit), ("runtime", j.runtime), *(
                 (f"req[{t}]", a) for t, a in zip(system.types, j.req))):
-            if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "units" else 0):
-                raise CpdispatchError(f"{where}: field {name} must be an integer >= {int(name == 'units')}, "
-                                      f"got {value!r}")
+            if (not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "units" else 0)
+                    or value > MAX_VALUE):
+                raise CpdispatchError(f"{where}: field {name} must be an integer from {int(name == 'units')} to "
+                                      f"2^40, got {value!r}")
         if last is not None and j.submit < last:
             raise CpdispatchError(f"{where}: field submit {j.submit} is before the previous job's {last} "
                                   "(sort the jobs by submit time)")
@@ -117,8 +119,11 @@ class Result:
         path = Path(out)
         write_outputs(self.raw, path, self.summary)
         if parquet:
-            self.jobs.to_parquet(path / "schedule.parquet", index=False)
-            self.decisions.to_parquet(path / "decisions.parquet", index=False)
+            from .outputs_safety import replacing
+
+            for name, table in (("schedule", self.jobs), ("decisions", self.decisions)):
+                with replacing(path / f"{name}.parquet") as tmp:
+                    table.to_parquet(tmp, index=False)
         if plots:
             from .plots import plot_run
 

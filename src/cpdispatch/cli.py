@@ -1,16 +1,23 @@
-"""The `cpdispatch` command line (contract on the architecture page)."""
+"""The `cpdispatch` command line: each command checks its arguments and output locations, builds
+calls to the Python API (api.py) and prints; a signal stops a run gracefully (interrupt.py)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import interrupt
 from .errors import CpdispatchError
+from .outputs_safety import check_out_dir, check_out_file
+from .workloads import LOAD_FACTOR_RANGE
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
+DESCRIPTION = ("On-line HPC job dispatching with constraint programming: replay real traces with CP "
+               "dispatchers (PCP'20, PCP'19, HCP'19, Eurora 2014) and baselines.")
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:
@@ -44,28 +51,70 @@ def run_simulation(
     plots: bool = True,
 ) -> dict[str, Any]:
     """`cpdispatch simulate`: read the files, one `api.simulate` call, write the contract files;
-    returns the summary and the raw result. The summary's `call` says how to repeat it in Python."""
+    returns the summary and the raw result. The summary's `call` says how to repeat it in Python.
+    A signal during the simulation or the writing stops it gracefully (see interrupt.py): what was
+    decided is written, marked interrupted (without plots, to be quick)."""
     from . import api
     from .system import load_system
 
     system = load_system(system_name)
     workload = api.read_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
-    result = api.simulate(
-        system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
-        kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
-        record_instances=record_instances,
-    )
-    if out:
-        result.save(out, plots=plots)
+    with interrupt.stopping_gracefully():
+        result = api.simulate(
+            system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
+            kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
+            record_instances=record_instances,
+        )
+        if out:
+            result.save(out, plots=plots and not result.raw.interrupted)
     return {"summary": result.summary, "result": result.raw}
+
+
+def _check_run(system: str, dispatchers: Sequence[str], options: dict[str, str], predictor: str) -> None:
+    """Names and options, checked before any reading (a bad one is an error in a second, not
+    after the trace is read)."""
+    from . import recorded
+    from .dispatchers.base import make_dispatcher
+    from .predictors import resolve_predictor
+    from .system import load_system
+
+    load_system(system)
+    for name in dispatchers:
+        if name != recorded.NAME:  # the trace's own schedule, not a dispatcher
+            make_dispatcher(name, options)
+    resolve_predictor(predictor)
+
+
+def _stopped(result: Any, out: str) -> int:
+    """After a run: 0, or when a signal came, one line saying what is in `out` and 128 + signal."""
+    signum = interrupt.received
+    if signum is None:
+        return 0
+    stop = result.interrupted
+    if stop:
+        print(f"cpdispatch: interrupted by {stop['signal']} at simulated time {stop['simulated_time']:,}: "
+              f"partial results ({len(result.records):,} jobs decided, {stop['undecided']:,} not) in {out}/",
+              file=sys.stderr)
+    else:
+        print(f"cpdispatch: {signal.Signals(signum).name} came as the run ended: its outputs in {out}/ are "
+              "complete", file=sys.stderr)
+    return interrupt.exit_code(signum)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .report import format_table
 
+    options = _options(args.option)
+    _check_run(args.system, [args.dispatcher], options, args.predictor)
+    out = check_out_dir(args.out, overwrite=args.overwrite)
+    if args.record_instances:
+        record = check_out_file(args.record_instances, overwrite=args.overwrite, flag="--record-instances")
+        if record.resolve().parent == out.resolve():
+            raise CpdispatchError(f"--record-instances {args.record_instances}: inside --out {args.out}, whose "
+                                  "files the run writes; put it elsewhere")
     run = run_simulation(
         args.system, args.workload, args.dispatcher, args.predictor, args.out,
-        fmt=args.format, options=_options(args.option), limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
+        fmt=args.format, options=options, limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
         load_factor=args.load_factor, kill_at_walltime=args.kill_at_walltime,
         charge_dispatch_time=args.charge_dispatch_time, strict=args.strict, record_instances=args.record_instances,
         progress=False if args.no_progress else None, plots=not args.no_plots,
@@ -80,7 +129,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"warning: {len(result.refused)} invalid start(s) refused, first: {result.refused[0]}",
               file=sys.stderr)
     print(f"outputs in {args.out}/")
-    return 0
+    return _stopped(result, args.out)
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -100,6 +149,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .workloads import load_workload, write_native
 
     system = load_system(args.system)
+    check_out_file(args.out, overwrite=args.overwrite, flag="--out")
     workload = load_workload(args.input, system, fmt=args.format, strict=args.strict, limit=args.limit_jobs)
     write_native(args.out, workload, system)
     print(f"{len(workload.jobs):,} jobs written to {args.out} ({len(workload.rejected):,} rejected while "
@@ -116,6 +166,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CpdispatchError(f"unknown generator '{args.kind}' (known: eurora)")
     if args.jobs < 1:
         raise CpdispatchError("--jobs must be at least 1")
+    check_out_file(args.out, overwrite=args.overwrite, flag="--out")
     workload = generate_eurora(args.jobs, args.seed)
     write_native(args.out, workload, load_system("eurora"))
     print(f"{len(workload.jobs):,} Eurora-like jobs (seed {args.seed}) written to {args.out}")
@@ -146,19 +197,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .workloads import write_native
     from .workloads.generator import generate_eurora
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    names = [n.strip() for n in args.dispatchers.split(",") if n.strip()]
+    if args.jobs < 1:
+        raise CpdispatchError("--jobs must be at least 1")
+    if not names or len(set(names)) != len(names):
+        raise CpdispatchError(f"--dispatchers {args.dispatchers!r}: give distinct names, comma-separated")
+    _check_run("eurora", names, {}, args.predictor)
+    out = check_out_dir(args.out, overwrite=args.overwrite)
     workload_path = out / "eurora-workload.csv"
     write_native(str(workload_path), generate_eurora(args.jobs, args.seed), load_system("eurora"))
     print(f"generated {args.jobs:,} Eurora-like jobs (seed {args.seed}) -> {workload_path}; "
           f"arrivals {args.load_factor}x faster (--load-factor)")
     runs = []
-    for name in args.dispatchers.split(","):
+    for name in names:
         print(f"simulating {name} ...", flush=True)
         run = run_simulation(
             "eurora", str(workload_path), name, args.predictor, str(out / name), seed=args.seed,
             load_factor=args.load_factor, progress=False,
         )
+        if interrupt.received is not None:
+            return _stopped(run["result"], str(out / name))
         runs.append((run["summary"], run["result"]))
     plot_comparison(runs, str(out))
     print()
@@ -178,98 +236,130 @@ def cmd_instances_compare(args: argparse.Namespace) -> int:
             raise CpdispatchError(f"option '{item}': expected DISPATCHER:KEY=VALUE")
         per.setdefault(name.strip(), []).append(pair)
     options = {name: _options(pairs) for name, pairs in per.items()}
-    compare(args.file, names, args.out, limit=args.limit, options=options)
+    check_out_dir(args.out, overwrite=args.overwrite)
+    with interrupt.stopping_gracefully():
+        compare(args.file, names, args.out, limit=args.limit, options=options)
+    if interrupt.received is not None:
+        print(f"cpdispatch: interrupted by {signal.Signals(interrupt.received).name}: the comparison of the "
+              f"instances replayed so far is in {args.out}/", file=sys.stderr)
+        return interrupt.exit_code(interrupt.received)
     print((Path(args.out) / "comparison_summary.txt").read_text(), end="")
     print(f"outputs in {args.out}/")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cpdispatch", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="cpdispatch", description=DESCRIPTION, epilog="Usage, formats and presets: README.md of cpdispatch.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_add_simulate, _add_tools, _add_demo, _add_instances):
         add(sub)
     return p
 
 
+def _parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows every default."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    return parser
+
+
+FORMAT_HELP = "trace format (auto: from the suffix and the first line)"
+OVERWRITE_HELP = "replace the results of an earlier run at the output location(s)"
+STRICT_HELP = "stop at the first malformed line (default: skip it, warn, count it in summary.json)"
+
+
 def _add_simulate(sub: Any) -> None:
-    s = sub.add_parser("simulate", help="replay a workload on a system with a dispatcher")
-    s.add_argument("--system", required=True, help="preset name or TOML file")
+    s = _parser(sub, "simulate", "replay a workload on a system with a dispatcher")
+    s.add_argument("--system", required=True, help="preset name (cpdispatch systems) or TOML file")
     s.add_argument("--workload", required=True, help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
-    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"])
-    s.add_argument("--dispatcher", default="easy")
+    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"], help=FORMAT_HELP)
+    s.add_argument("--dispatcher", default="easy",
+                   help="built-in name (cpdispatch dispatchers), plugin name, or module:attr")
     s.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="dispatcher option (repeatable); see `cpdispatch dispatchers`")
-    s.add_argument("--predictor", default="walltime")
-    s.add_argument("--out", required=True, help="output folder")
+                   help="dispatcher option (repeatable); see cpdispatch dispatchers")
+    s.add_argument("--predictor", default="walltime",
+                   help="duration predictor: walltime (the user's request, AccaSim's), real, last2, datadriven, "
+                        "or module:attr")
+    s.add_argument("--out", required=True, help="output folder (new or empty; see --overwrite)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument("--limit-jobs", type=int, default=None, help="keep only N jobs (after --skip-jobs)")
     s.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs of the file (a slice)")
     s.add_argument("--load-factor", type=float, default=1.0, metavar="X",
-                   help="divide inter-arrival times by X (X=2: twice the offered load)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--kill-at-walltime", action="store_true")
-    s.add_argument("--charge-dispatch-time", action="store_true")
-    s.add_argument("--strict", action="store_true", help="stop at the first malformed line")
-    s.add_argument("--record-instances", metavar="FILE.jsonl", default=None)
-    s.add_argument("--no-progress", action="store_true")
-    s.add_argument("--no-plots", action="store_true")
+                   help="divide inter-arrival times by X (X=2: twice the offered load; 0.001 to 1000)")
+    s.add_argument("--seed", type=int, default=0, help="seed of randomised dispatchers and predictors")
+    s.add_argument("--kill-at-walltime", action="store_true", help="kill jobs that outlive their walltime")
+    s.add_argument("--charge-dispatch-time", action="store_true",
+                   help="delay the starts by the dispatcher's wall time (as on a real system)")
+    s.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    s.add_argument("--record-instances", metavar="FILE.jsonl[.gz]", default=None,
+                   help="save every dispatcher call's snapshot, for cpdispatch instances compare")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    s.add_argument("--no-plots", action="store_true", help="skip utilization.png and queue.png")
     s.set_defaults(func=cmd_simulate)
 
 
 def _add_tools(sub: Any) -> None:
-    s = sub.add_parser("systems", help="list presets, show one, or print it as TOML")
-    s.add_argument("name", nargs="?")
-    s.add_argument("--toml", action="store_true")
+    s = _parser(sub, "systems", "list presets, show one, or print it as TOML")
+    s.add_argument("name", nargs="?", help="preset name or TOML file (none: list the presets)")
+    s.add_argument("--toml", action="store_true", help="print the system as a TOML file to edit")
     s.set_defaults(func=cmd_systems)
 
-    s = sub.add_parser("convert", help="write any supported trace in the native CSV format")
-    s.add_argument("input")
-    s.add_argument("--system", required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"])
-    s.add_argument("--limit-jobs", type=int, default=None)
-    s.add_argument("--strict", action="store_true")
+    s = _parser(sub, "convert", "write any supported trace in the native CSV format")
+    s.add_argument("input", help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
+    s.add_argument("--system", required=True, help="preset name or TOML file the trace is read onto")
+    s.add_argument("--out", required=True, help="native CSV file to write (.gz: compressed)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"], help=FORMAT_HELP)
+    s.add_argument("--limit-jobs", type=int, default=None, help="keep only the first N jobs")
+    s.add_argument("--strict", action="store_true", help=STRICT_HELP)
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("generate", help="write a generated workload in the native CSV format")
-    s.add_argument("kind", choices=["eurora"])
-    s.add_argument("--jobs", type=int, required=True)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out", required=True)
+    s = _parser(sub, "generate", "write a generated workload in the native CSV format")
+    s.add_argument("kind", choices=["eurora"], help="generator (eurora: the 2014 paper's Eurora-like jobs)")
+    s.add_argument("--jobs", type=int, required=True, help="number of jobs")
+    s.add_argument("--seed", type=int, default=0, help="generator seed")
+    s.add_argument("--out", required=True, help="native CSV file to write (.gz: compressed)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.set_defaults(func=cmd_generate)
 
-    s = sub.add_parser("dispatchers", help="list dispatchers, their options, and the predictors")
+    s = _parser(sub, "dispatchers", "list dispatchers, their options, and the predictors")
     s.set_defaults(func=cmd_dispatchers)
 
-    s = sub.add_parser("inspect", help="workload statistics")
-    s.add_argument("path")
-    s.add_argument("--system", default="eurora", help="system the trace is read onto (default eurora)")
-    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"])
-    s.add_argument("--strict", action="store_true")
+    s = _parser(sub, "inspect", "workload statistics")
+    s.add_argument("path", help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
+    s.add_argument("--system", default="eurora", help="system the trace is read onto")
+    s.add_argument("--format", default="auto", choices=["auto", "swf", "alibaba", "native"], help=FORMAT_HELP)
+    s.add_argument("--strict", action="store_true", help=STRICT_HELP)
     s.set_defaults(func=cmd_inspect)
 
 
 def _add_demo(sub: Any) -> None:
-    s = sub.add_parser("demo", help="the main job on an embedded default: generated Eurora workload, "
-                                    "dispatchers compared")
-    s.add_argument("--jobs", type=int, default=3000)
-    s.add_argument("--seed", type=int, default=1)
-    s.add_argument("--dispatchers", default=",".join(DEMO_DISPATCHERS))
-    s.add_argument("--predictor", default="last2")
+    s = _parser(sub, "demo", "the main job on an embedded default: a generated Eurora workload, dispatchers "
+                             "compared")
+    s.add_argument("--jobs", type=int, default=3000, help="number of generated jobs")
+    s.add_argument("--seed", type=int, default=1, help="generator and dispatcher seed (1: the README's results)")
+    s.add_argument("--dispatchers", default=",".join(DEMO_DISPATCHERS), help="comma-separated names")
+    s.add_argument("--predictor", default="last2",
+                   help="duration predictor (last2, the papers'; simulate's default is walltime, as AccaSim's)")
     s.add_argument("--load-factor", type=float, default=2.0, metavar="X",
-                   help="divide inter-arrival times by X (default 2: a busy system, where dispatchers differ)")
-    s.add_argument("--out", default="demo-out")
+                   help="divide inter-arrival times by X (2: a busy system, where dispatchers differ; "
+                        "simulate replays a trace as it is)")
+    s.add_argument("--out", default="demo-out", help="output folder (new or empty; see --overwrite)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.set_defaults(func=cmd_demo)
 
 
 def _add_instances(sub: Any) -> None:
-    s = sub.add_parser("instances", help="saved dispatching instances (--record-instances)")
+    s = _parser(sub, "instances", "saved dispatching instances (--record-instances)")
     isub = s.add_subparsers(dest="instances_command", required=True)
-    s = isub.add_parser("compare", help="replay saved instances with several dispatchers; ratio plots "
-                                        "of the first over the second")
+    s = _parser(isub, "compare", "replay saved instances with several dispatchers; ratio plots of the first "
+                                 "over the second")
     s.add_argument("file", metavar="FILE.jsonl", help="instances recorded by simulate --record-instances")
     s.add_argument("--dispatchers", required=True, help="comma-separated, e.g. pcp20,pcp19")
-    s.add_argument("--out", required=True, help="output folder")
+    s.add_argument("--out", required=True, help="output folder (new or empty; see --overwrite)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument("--limit", type=int, default=None, help="replay only the first N instances")
     s.add_argument("-o", "--option", action="append", default=[], metavar="DISPATCHER:KEY=VALUE",
                    help="dispatcher option (repeatable), e.g. pcp20:fastpath=false")
@@ -281,18 +371,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "limit_jobs", None) is not None and args.limit_jobs < 1:
         parser.error("--limit-jobs must be at least 1")
-    if not getattr(args, "load_factor", 1.0) > 0:
-        parser.error("--load-factor must be > 0")
+    low, high = LOAD_FACTOR_RANGE
+    if not low <= getattr(args, "load_factor", 1.0) <= high:
+        parser.error(f"--load-factor must be between {low:g} and {high:g}")
     if getattr(args, "skip_jobs", 0) < 0:
         parser.error("--skip-jobs must be at least 0")
     try:
-        return int(args.func(args))
+        with interrupt.handling():
+            return int(args.func(args))
     except CpdispatchError as exc:
         print(f"cpdispatch: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("cpdispatch: interrupted", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, interrupt.Interrupted) as exc:
+        signum = exc.signum if isinstance(exc, interrupt.Interrupted) else signal.SIGINT
+        print(f"cpdispatch: interrupted by {signal.Signals(signum).name} (outside a simulation: nothing of this "
+              "step was written)", file=sys.stderr)
+        return interrupt.exit_code(signum)
     except BrokenPipeError:
         return 0
 

@@ -41,8 +41,10 @@ from typing import IO, Any, cast
 
 import numpy as np
 
+from . import interrupt
 from .errors import CpdispatchError, InputError
 from .job import Job
+from .outputs_safety import replacing
 from .snapshot import Allocation, Decision, QueuedJob, RunningJob, Snapshot, Start
 from .system import System, parse_system
 
@@ -107,8 +109,10 @@ class InstanceRecorder:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writing = replacing(self.path)  # the file appears, whole, when closed
+        self._tmp = self._writing.__enter__()
         try:
-            self._file: IO[str] | None = _open(self.path, "w")
+            self._file: IO[str] | None = _open(self._tmp, "w")
         except OSError as exc:
             raise CpdispatchError(f"{self.path}: cannot write instances: {exc.strerror}") from None
         self._system: System | None = None
@@ -143,9 +147,11 @@ class InstanceRecorder:
         self.count += 1
 
     def close(self) -> None:
+        """Complete the file (also after an interruption: the instances so far, well-formed)."""
         if self._file is not None:
             self._file.close()
             self._file = None
+            self._writing.__exit__(None, None, None)
 
     def __enter__(self) -> InstanceRecorder:
         return self
@@ -408,10 +414,12 @@ def compare(
     no_model: dict[str, Counter[str]] = {n: Counter() for n in dispatchers}
     errors: dict[str, list[Any]] = {n: [0, ""] for n in dispatchers}  # count, first message
     bar = _progress(progress, limit)
-    with open(out / "comparison.csv", "w", newline="") as f:
+    with replacing(out / "comparison.csv") as tmp, open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for rec in itertools.islice(iter_recorded(path), limit):
+            if interrupt.received is not None:  # a signal: compare what was replayed so far
+                break
             for name, disp in zip(dispatchers, disps):
                 t0 = time.perf_counter()
                 try:
@@ -444,7 +452,8 @@ def compare(
             notes.append(f"ratio plots compare the first two dispatchers only ({a} / {b})")
     else:
         notes.append("one dispatcher only: no ratio plots")
-    (out / "comparison_summary.txt").write_text(_summary_text(str(path), stats, disps, notes))
+    with replacing(out / "comparison_summary.txt") as tmp:
+        tmp.write_text(_summary_text(str(path), stats, disps, notes))
     return stats
 
 
@@ -514,7 +523,8 @@ def _ratio_plot(idx: np.ndarray, ratio: np.ndarray, path: Path, title: str, line
     ax.set_ylabel("ratio")
     ax.set_title(f"{title} ({ratio.size:,} instances)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
 
 

@@ -119,6 +119,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "completed": status.get("completed", 0),
         "killed": status.get("killed", 0),
         "rejected": status.get("rejected", 0),
+        **({"running": status.get("running", 0), "interrupted": result.interrupted} if result.interrupted else {}),
         "started": int(wait.size),
         "skipped_lines": len(result.skipped),
         "refused_decisions": len(result.refused),

@@ -17,6 +17,7 @@ import numpy as np
 
 from .gcpause import no_gc
 from .metrics import summarize
+from .outputs_safety import replacing
 from .records import SimulationResult
 
 DECISION_COLUMNS = ("time", "queued", "running", "started", "wall_ms", "cpu_ms", "status",
@@ -44,7 +45,7 @@ def write_schedule(result: SimulationResult, path: Path, chunk: int = 1 << 22) -
     names = result.system.node_names
     n = len(result.system.types)
     fmt = "%s,%s,%s,%s,%s,%s," + ",".join(["%s"] * n) + ",%s,%s,%s,%s,%s,%s\n"
-    with path.open("w", encoding="utf-8", newline="") as f:
+    with replacing(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as f:
         lines = [",".join(schedule_columns(result.system.types)) + "\n"]
         size = 0
         for r in result.records:
@@ -71,7 +72,7 @@ def write_decisions(result: SimulationResult, path: Path) -> None:
         f"{'' if d.objective is None else d.objective}\n"
         for d in result.decisions
     ]
-    with path.open("w", encoding="utf-8", newline="") as f:
+    with replacing(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as f:
         f.writelines(lines)
 
 
@@ -91,7 +92,8 @@ def _json_safe(v: Any) -> Any:
 def write_summary(summary: dict[str, Any], path: Path) -> None:
     """Indent 2, sorted keys, strict JSON; values JSON cannot hold (paths, enums) become strings."""
     text = json.dumps(_json_safe(summary), indent=2, sort_keys=True, default=str, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    with replacing(path) as tmp:
+        tmp.write_text(text + "\n", encoding="utf-8")
 
 
 

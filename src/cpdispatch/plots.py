@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from .metrics import job_arrays, queue_timeline, summarize, utilization_timeline  # noqa: E402
+from .outputs_safety import replacing  # noqa: E402
 from .records import SimulationResult  # noqa: E402
 
 MAX_POINTS = 2000  # bins per timeline: ~2 per pixel column of a 10-inch, 110-dpi figure
@@ -108,7 +109,8 @@ def _plot_queue(result: SimulationResult, t0: int, path: Path) -> Path:
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return path
 

@@ -69,7 +69,7 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
         if fit is None:
             fit = fits[job.req] = system.max_units(job.req)
         if job.units > fit:
-            rec.status, rec.reason = "rejected", f"needs {job.units} units but at most {fit} fit on the empty system"
+            rec.status, rec.reason = "rejected", system.unfit_reason(job.units, job.req, fit)
             continue
         todo.append((job.submit + job.recorded_wait, i))
     todo.sort()

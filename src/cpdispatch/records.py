@@ -17,7 +17,7 @@ class JobRecord:
     `predicted` is the duration the dispatcher saw when the job started."""
 
     job: Job
-    status: str = "queued"  # completed | killed | rejected (queued/running only mid-run)
+    status: str = "queued"  # completed | killed | rejected (running: at the end of an interrupted run)
     start: int | None = None
     end: int | None = None
     predicted: int | None = None
@@ -62,3 +62,6 @@ class SimulationResult:
     notes: dict[str, Any] = field(default_factory=dict)
     sim_wall_s: float = 0.0
     peak_rss_mb: float = 0.0
+    #: set when a signal stopped the run: {"signal", "simulated_time", "undecided"}; `records` then
+    #: hold only the decided jobs (started ones still running at that time have status "running")
+    interrupted: dict[str, Any] | None = None

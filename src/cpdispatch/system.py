@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -80,10 +81,7 @@ class System:
     @classmethod
     def from_toml(cls, path: str | Path) -> System:
         """A system described in a TOML file (the format of the presets)."""
-        file = Path(path)
-        if not file.is_file():
-            raise InputError(str(path), None, None, "no such system file")
-        return parse_system(file.read_text(), str(path))
+        return read_system_file(str(path))
 
     @property
     def n_nodes(self) -> int:
@@ -101,8 +99,19 @@ class System:
         return units_fitting(free, req)
 
     def max_units(self, req: tuple[int, ...]) -> int:
-        """Units of `req` that fit on the empty system (AccaSim's CHECK_REQUEST test)."""
+        """Units of `req` that fit on the empty system (AccaSim's CHECK_REQUEST test); 0 for a
+        request of nothing, which no dispatcher could place."""
+        if not any(a > 0 for a in req):
+            return 0
         return int(units_fitting(self.capacity, req).sum())
+
+    def unfit_reason(self, units: int, req: tuple[int, ...], fit: int) -> str:
+        """Why a job of `units` units of `req` (`fit` = max_units(req) < units) can never run."""
+        if not any(a > 0 for a in req):
+            return "requests no resource (every amount is 0)"
+        want = ", ".join(f"{t} {a}" for t, a in zip(self.types, req) if a)
+        return (f"needs {units} unit{'s' if units != 1 else ''} of {{{want}}} but at most {fit} "
+                "fit on the empty system")
 
     def to_toml(self) -> str:
         lines = [f'name = "{self.name}"', f"start_time = {self.start_time}", ""]
@@ -138,10 +147,31 @@ def units_fitting(free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def _positive_int(path: str, where: str, value: object) -> int:
+#: The largest amount or start time a system file may hold (as for traces), and the most nodes.
+MAX_AMOUNT = 1 << 40
+MAX_NODES = 1 << 24
+#: The keys of a system file, per table (anything else is a typo, reported with a guess).
+KEYS = {"": ("name", "start_time", "nodes", "swf"), "nodes": ("group", "count", "resources"),
+        "swf": ("processor",)}
+
+
+def _positive_int(path: str, where: str, value: object, most: int = MAX_AMOUNT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(path, None, where, f"expected a non-negative integer, got {value!r}")
+    if value > most:
+        raise InputError(path, None, where, f"{value} is above the largest accepted value, {most:,}")
     return value
+
+
+def _check_keys(path: str, text: str, table: dict[str, object], kind: str, where: str) -> None:
+    """An unknown key is an error naming it, its line when it can be found, and a guess."""
+    for key in table:
+        if key not in KEYS[kind]:
+            guess = difflib.get_close_matches(key, KEYS[kind], n=1)
+            hint = f"did you mean '{guess[0]}'? " if guess else ""
+            line = next((i for i, ln in enumerate(text.splitlines(), 1)
+                         if ln.strip().startswith((f"{key} ", f"{key}=", f'"{key}"'))), None)
+            raise InputError(path, line, f"{where}{key}", f"unknown key ({hint}known: {', '.join(KEYS[kind])})")
 
 
 def parse_system(text: str, path: str = "<system>") -> System:
@@ -150,6 +180,7 @@ def parse_system(text: str, path: str = "<system>") -> System:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
+    _check_keys(path, text, data, "", "")
     name = data.get("name", Path(path).stem)
     if not isinstance(name, str):
         raise InputError(path, None, "name", "expected a string")
@@ -161,13 +192,14 @@ def parse_system(text: str, path: str = "<system>") -> System:
     for i, entry in enumerate(nodes, 1):
         if not isinstance(entry, dict):
             raise InputError(path, None, f"nodes[{i}]", "expected a table")
+        _check_keys(path, text, entry, "nodes", f"nodes[{i}].")
         group = entry.get("group", f"node{i}" if len(nodes) > 1 else "node")
         if not isinstance(group, str) or not group:
             raise InputError(path, None, f"nodes[{i}].group", "expected a non-empty string")
         if group in seen:
             raise InputError(path, None, f"nodes[{i}].group", f"group '{group}' appears twice")
         seen.add(group)
-        count = _positive_int(path, f"nodes[{i}].count", entry.get("count", 1))
+        count = _positive_int(path, f"nodes[{i}].count", entry.get("count", 1), MAX_NODES)
         res = entry.get("resources")
         if not isinstance(res, dict) or not res:
             raise InputError(path, None, f"nodes[{i}].resources", "expected a table of type = amount")
@@ -176,13 +208,23 @@ def parse_system(text: str, path: str = "<system>") -> System:
             groups.append(NodeGroup(group, count, resd))
     if not groups:
         raise InputError(path, None, "nodes", "the system has no nodes")
+    if sum(g.count for g in groups) > MAX_NODES:
+        raise InputError(path, None, "nodes", f"more than {MAX_NODES:,} nodes in all")
     swf = data.get("swf", {})
+    if isinstance(swf, dict):
+        _check_keys(path, text, swf, "swf", "swf.")
     proc = swf.get("processor", {"core": 1}) if isinstance(swf, dict) else None
     if not isinstance(proc, dict) or not proc:
         raise InputError(path, None, "swf.processor", "expected a table of type = amount")
     procd = {str(k): _positive_int(path, f"swf.processor.{k}", v) for k, v in proc.items()}
     start = _positive_int(path, "start_time", data.get("start_time", 0))
-    return System.build(name, groups, procd, start)
+    system = System.build(name, groups, procd, start)
+    unknown = [t for t, a in procd.items() if a and t not in system.types]
+    if unknown or not any(procd.values()):
+        why = (f"names {', '.join(unknown)}, which no node has" if unknown
+               else "requests nothing (every SWF job would ask for no resource)")
+        raise InputError(path, None, "swf.processor", f"{why}; the types are {', '.join(system.types)}")
+    return system
 
 
 def preset_names() -> list[str]:
@@ -195,10 +237,24 @@ def load_system(name_or_path: str) -> System:
     if name_or_path in preset_names():
         text = (resources.files(PRESETS_PACKAGE) / f"{name_or_path}.toml").read_text()
         return parse_system(text, f"preset {name_or_path}")
-    path = Path(name_or_path)
-    if not path.exists():
+    if not Path(name_or_path).exists():
         raise InputError(
             name_or_path, None, None,
             f"no such system file or preset (presets: {', '.join(preset_names())})",
         )
-    return parse_system(path.read_text(), str(path))
+    return read_system_file(name_or_path)
+
+
+def read_system_file(path: str) -> System:
+    """A system TOML file; any reading problem is one InputError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, None, None, "no such system file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, None, "is a folder, expected a system TOML file") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, None, "not a text file, expected a system TOML file") from None
+    except OSError as exc:
+        raise InputError(path, None, None, f"cannot read: {exc.strerror}") from None
+    return parse_system(text, path)

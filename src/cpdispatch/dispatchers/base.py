@@ -44,7 +44,7 @@ class Dispatcher(ABC):
     snapshot; any cache it keeps must not change its decisions.
     """
 
-    name: ClassVar[str] = ""
+    name: str = ""  # per class; an instance built by an alias carries the alias
     summary: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
 
@@ -169,16 +169,19 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
     if name in found:
         return resolve_dispatcher(found[name].load(), raw_options, name=name)
-    return _build(dispatcher_class(name), raw_options)
+    disp = _build(dispatcher_class(name), raw_options, name)
+    if disp.name != name:  # an alias (hcp19 = hcp3): messages use the name the user typed
+        disp.name = name
+    return disp
 
 
-def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None) -> Dispatcher:
+def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: str | None = None) -> Dispatcher:
     known = {o.name: o for o in cls.options}
     values: dict[str, Any] = {}
     for key, value in (raw_options or {}).items():
         if key not in known:
             names = ", ".join(known) or "none"
-            raise CpdispatchError(f"dispatcher {cls.name}: unknown option '{key}' (options: {names})")
+            raise CpdispatchError(f"dispatcher {typed or cls.name}: unknown option '{key}' (options: {names})")
         values[key] = known[key].parse(value if isinstance(value, str) else str(value))
     return cls(**values)
 
@@ -204,5 +207,6 @@ def resolve_dispatcher(
     else:
         raise CpdispatchError(f"not a dispatcher: {spec!r} (a name, a Dispatcher, or a function of a snapshot)")
     if seed is not None and "seed" in {o.name for o in disp.options} and "seed" not in opts:
-        disp = _build(type(disp), {**opts, "seed": seed})
+        typed, disp = disp.name, _build(type(disp), {**opts, "seed": seed})
+        disp.name = typed
     return disp

@@ -6,6 +6,7 @@ Every job ends completed, killed or rejected with a reason; `result` checks that
 from __future__ import annotations
 
 import resource
+import signal
 from collections import Counter
 from typing import Any
 
@@ -29,6 +30,7 @@ class Ledger:
             raise CpdispatchError(f"{workload.source}: job id '{dup}' appears more than once")
         self.decisions: list[DecisionRecord] = []
         self.refused: list[str] = []
+        self.interrupted: dict[str, Any] | None = None
 
     def record(self, job_id: str) -> JobRecord:
         return self.records[self.index[job_id]]
@@ -49,6 +51,17 @@ class Ledger:
         rec.end = end
         return end
 
+    def interrupt(self, signum: int, now: int) -> None:
+        """A signal stopped the run at simulated time `now`: keep the decided jobs only (started
+        or rejected); those started and not yet ended are "running"."""
+        decided = [r for r in self.records if r.start is not None or r.status == "rejected"]
+        for r in decided:
+            if r.end is not None and r.end > now:
+                r.status = "running"
+        self.interrupted = {"signal": signal.Signals(signum).name, "simulated_time": now,
+                            "undecided": len(self.records) - len(decided)}
+        self.records = decided
+
     def result(
         self, system: System, dispatcher: str, predictor: str, options: dict[str, Any], wall: float
     ) -> SimulationResult:
@@ -58,7 +71,8 @@ class Ledger:
         ]
         counts = Counter(r.status for r in records)
         loaded = len(self.workload.jobs) + len(self.workload.rejected)
-        if counts["completed"] + counts["killed"] + counts["rejected"] != loaded:
+        undecided = self.interrupted["undecided"] if self.interrupted else 0
+        if sum(counts[s] for s in ("completed", "killed", "rejected", "running")) + undecided != loaded:
             raise AssertionError(f"jobs lost: loaded {loaded}, accounted {dict(counts)}")
         return SimulationResult(
             system=system,
@@ -72,4 +86,5 @@ class Ledger:
             notes=dict(self.workload.notes),
             sim_wall_s=wall,
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            interrupted=self.interrupted,
         )

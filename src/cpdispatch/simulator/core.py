@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .. import interrupt
 from ..dispatchers.base import Dispatcher
 from ..gcpause import rare_gc
 from ..job import Job
@@ -77,9 +78,7 @@ class Simulator:
         if fit is None:
             fit = self._fit_cache[job.req] = self.system.max_units(job.req)
         if job.units > fit:
-            want = ", ".join(f"{t} {a}" for t, a in zip(self.system.types, job.req) if a)
-            self.ledger.reject(job.id, f"needs {job.units} units of {{{want}}} but at most {fit} fit on the empty "
-                                       "system")
+            self.ledger.reject(job.id, self.system.unfit_reason(job.units, job.req, fit))
             return
         try:
             predicted = max(0, int(self.predictor.predict(job, now)))
@@ -172,6 +171,9 @@ class Simulator:
         clock, queue = self.clock, self.queue
         bar = _Progress(self.options.progress, len(self.ledger.records), clock.now)
         while clock.pending() or queue.items:
+            if interrupt.received is not None:  # stop here: what was decided is kept
+                self.ledger.interrupt(interrupt.received, clock.now)
+                break
             now = clock.advance()
             if now is None:  # queued jobs, nothing running, nothing to come, several chances given
                 self._reject_stalled()

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import CpdispatchError, InputError
 from ..job import Job
 from ..system import System
 from .alibaba import read_alibaba
 from .base import Workload
 from .native import read_native, write_native
-from .reading import first_line
+from .reading import MAX_VALUE, first_line
 from .swf import read_swf
 
 __all__ = [
@@ -72,17 +72,25 @@ def load_workload(
         whole.jobs = [j for j in whole.jobs if j.line > cut]
         whole.rejected = [r for r in whole.rejected if r.job.line > cut]
         whole.notes["slice"] = f"jobs after the first {skip:,} of the file"
+        if not whole.jobs and not whole.rejected:
+            raise InputError(str(path), None, None, f"no job left after skipping the first {skip:,}")
         return whole
     path = str(path)
     if fmt == "auto":
         fmt = detect_format(path)
-    if fmt == "swf":
-        return read_swf(path, system, strict=strict, limit=limit)
-    if fmt == "alibaba":
-        return read_alibaba(path, system, strict=strict, limit=limit)
-    if fmt == "native":
-        return read_native(path, system, strict=strict, limit=limit)
-    raise ValueError(f"unknown workload format {fmt!r} (known: auto, {', '.join(FORMATS)})")
+    readers = {"swf": read_swf, "alibaba": read_alibaba, "native": read_native}
+    if fmt not in readers:
+        raise ValueError(f"unknown workload format {fmt!r} (known: auto, {', '.join(FORMATS)})")
+    workload = readers[fmt](path, system, strict=strict, limit=limit)
+    if not workload.jobs and not workload.rejected:  # nothing to simulate is a failure, not a result
+        bad = workload.skipped
+        raise InputError(path, None, None, f"no job could be read ({len(bad):,} malformed line(s) skipped"
+                                           + (f"; the first: {bad[0]})" if bad else ")"))
+    return workload
+
+
+#: Load factors accepted: beyond, the workload is either one burst or spread over millennia.
+LOAD_FACTOR_RANGE = (1e-3, 1e3)
 
 
 def scale_arrivals(workload: Workload, factor: float) -> Workload:
@@ -91,14 +99,17 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
 
     The usual way to load a lightly used system (the Alibaba GPU trace offers 0.3% of its GPUs)
     or to stress a dispatcher. Submit times are rounded down to whole seconds."""
-    if not factor > 0:
-        raise ValueError(f"load factor must be > 0, got {factor}")
+    if not LOAD_FACTOR_RANGE[0] <= factor <= LOAD_FACTOR_RANGE[1]:
+        raise CpdispatchError(f"load factor must be between {LOAD_FACTOR_RANGE[0]:g} and {LOAD_FACTOR_RANGE[1]:g}, "
+                              f"got {factor:g}")
     if factor == 1:
         return workload
     everyone = [j.submit for j in workload.jobs] + [r.job.submit for r in workload.rejected]
     if not everyone:
         return workload
     t0 = min(everyone)
+    if (max(everyone) - t0) / factor > MAX_VALUE:
+        raise CpdispatchError(f"load factor {factor:g} spreads the submissions over more than 2^40 s")
 
     def scaled(job: Job) -> Job:
         return replace(job, submit=t0 + int((job.submit - t0) / factor), recorded_wait=None)

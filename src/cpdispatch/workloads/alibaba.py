@@ -23,7 +23,9 @@ from ..job import Job, Rejection
 from ..system import System
 from .base import Workload
 from .reading import (
+    MAX_VALUE,
     RequestMapper,
+    above_max,
     check_header,
     check_limit,
     fill_default_walltime,
@@ -48,6 +50,8 @@ def _int(path: str, line: int, column: str, text: str) -> int:
         raise InputError(path, line, column, f"expected an integer, got {text!r}") from None
     if value < 0:
         raise InputError(path, line, column, f"expected a non-negative integer, got {value}")
+    if value > MAX_VALUE:
+        raise InputError(path, line, column, above_max(value))
     return value
 
 

@@ -21,10 +21,13 @@ from typing import IO
 from ..errors import InputError
 from ..gcpause import no_gc
 from ..job import Job, Rejection
+from ..outputs_safety import replacing
 from ..system import System
 from .base import Workload
 from .reading import (
+    MAX_VALUE,
     RequestMapper,
+    above_max,
     check_header,
     check_limit,
     fill_default_walltime,
@@ -44,6 +47,8 @@ def _parse_int(path: str, line: int, column: str, text: str, minimum: int = 0) -
         raise InputError(path, line, column, f"expected an integer, got {text!r}") from None
     if value < minimum:
         raise InputError(path, line, column, f"expected an integer >= {minimum}, got {value}")
+    if value > MAX_VALUE:
+        raise InputError(path, line, column, above_max(value))
     return value
 
 
@@ -100,6 +105,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
                 if (
                     not jid or submit < 0 or units < 1 or runtime < 0 or (walltime is not None and walltime < 0)
                     or (amounts and min(amounts) < 0)
+                    or max(submit, units, runtime, walltime or 0, *amounts) > MAX_VALUE
                 ):
                     raise ValueError
             except ValueError:
@@ -132,13 +138,14 @@ def open_write(path: str) -> Iterator[IO[str]]:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if path.lower().endswith(".gz"):
         with (
-            open(path, "wb") as raw,
+            replacing(path) as tmp,
+            open(tmp, "wb") as raw,
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz,
             io.TextIOWrapper(gz, encoding="utf-8", newline="") as fh,
         ):
             yield fh
     else:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
+        with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
             yield fh
 
 

@@ -13,6 +13,16 @@ from ..errors import InputError
 from ..job import Job
 from ..system import System
 
+#: The largest time (seconds), count or amount a trace may hold: 2^40, about 35,000 years. Sums
+#: over millions of jobs of such values stay exact in 64-bit integers (metrics, CP-SAT domains);
+#: anything larger is a corrupt field, rejected at its line like any other malformed value.
+MAX_VALUE = 1 << 40
+
+
+def above_max(value: int) -> str:
+    return f"{value} is above the largest accepted value, 2^40 = {MAX_VALUE:,}"
+
+
 WALLTIME_RULE = (
     "jobs without a requested time keep walltime empty; their default_walltime is the largest "
     "run time of their queue in the trace (the queue's default wall-time, as in CP'19)"

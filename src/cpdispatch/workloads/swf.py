@@ -36,7 +36,7 @@ from ..gcpause import no_gc
 from ..job import Job, Rejection
 from ..system import System
 from .base import Workload
-from .reading import check_limit, fill_default_walltime, read_text, record_error, sort_by_submit
+from .reading import MAX_VALUE, above_max, check_limit, fill_default_walltime, read_text, record_error, sort_by_submit
 
 SWF_FIELDS = (
     "job number", "submit time", "wait time", "run time", "allocated processors", "average CPU time",
@@ -44,6 +44,7 @@ SWF_FIELDS = (
     "group id", "executable number", "queue number", "partition number", "preceding job", "think time",
 )
 USED_FIELDS = (0, 1, 3, 4, 6, 7, 8, 9, 11, 13, 14, 15)  # 0-based; the others are not checked
+BOUNDED_FIELDS = (1, 3, 4, 6, 7, 8, 9)  # times, counts and amounts (the others are labels)
 RULES = ("accasim", "kit")
 KIT_SYSTEM = "kit-forhlr2"
 KIT_THIN_CORES, KIT_FAT_CORES = 20, 48
@@ -85,6 +86,8 @@ def _diagnose(path: str, line: int, f: list[str]) -> InputError:
             return InputError(path, line, _label(i), f"expected an integer, got {f[i]!r}")
         if value < -1 or (i == 1 and value < 0):
             return InputError(path, line, _label(i), f"negative value {f[i]} (only -1 means missing)")
+        if value > MAX_VALUE and i in BOUNDED_FIELDS:
+            return InputError(path, line, _label(i), above_max(value))
     return InputError(path, line, None, "malformed line")
 
 
@@ -154,6 +157,7 @@ def read_swf(
                 if (
                     submit < 0 or run < -1 or alloc < -1 or used < -1 or rproc < -1 or wall < -1
                     or rmem < -1 or user < -1 or exe < -1 or queue < -1 or part < -1 or jid < -1
+                    or max(submit, run, alloc, used, rproc, wall, rmem) > MAX_VALUE
                 ):
                     raise ValueError
             except ValueError:

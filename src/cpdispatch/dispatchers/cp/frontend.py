@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ... import interrupt
 from ...allocators import best_fit, get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
@@ -386,8 +387,11 @@ class CpDispatcher(Dispatcher):
         p = solver.parameters
         p.num_workers = self.workers
         p.random_seed = self.seed
+        p.catch_sigint_signal = False  # Ctrl-C stops the run, not just this solve (see interrupt.py)
         if wall > 0:
             p.max_time_in_seconds = wall
+        if interrupt.received is not None:
+            p.max_time_in_seconds = 0.0  # the run is stopping: return the hint at once
         if dtime > 0:
             p.max_deterministic_time = dtime
         if conflicts > 0:
@@ -403,7 +407,8 @@ class CpDispatcher(Dispatcher):
         elif quick:
             p.search_branching = cp_model.PORTFOLIO_WITH_QUICK_RESTART_SEARCH
         cb = _Collector(built)
-        status = solver.solve(built.model, cb)
+        with interrupt.solving(solver):
+            status = solver.solve(built.model, cb)
         if cb.plan is None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             cb.plan = built.extract(solver)
         return status, None if cb.plan is None else built.complete(cb.plan)
