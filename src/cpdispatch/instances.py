@@ -35,6 +35,7 @@ import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -109,10 +110,10 @@ class InstanceRecorder:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._writing = replacing(self.path)  # the file appears, whole, when closed
-        self._tmp = self._writing.__enter__()
+        self._writing = ExitStack()  # the file appears, whole, when closed
+        tmp = self._writing.enter_context(replacing(self.path))
         try:
-            self._file: IO[str] | None = _open(self._tmp, "w")
+            self._file: IO[str] | None = _open(tmp, "w")
         except OSError as exc:
             raise CpdispatchError(f"{self.path}: cannot write instances: {exc.strerror}") from None
         self._system: System | None = None
@@ -151,7 +152,7 @@ class InstanceRecorder:
         if self._file is not None:
             self._file.close()
             self._file = None
-            self._writing.__exit__(None, None, None)
+            self._writing.close()
 
     def __enter__(self) -> InstanceRecorder:
         return self

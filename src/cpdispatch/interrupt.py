@@ -45,11 +45,12 @@ def exit_code(signum: int) -> int:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    """Runs in the main thread; a second signal while stopping changes nothing."""
     global received
-    first = received is None
-    received = signum if first else received
-    if not graceful and first:
-        raise Interrupted(signum)
+    if received is None:
+        received = signum
+        if not graceful:
+            raise Interrupted(signum)
 
 
 def _stop_solvers(signum: int) -> None:
