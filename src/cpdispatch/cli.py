@@ -248,12 +248,53 @@ def cmd_instances_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_campaign_run(args: argparse.Namespace) -> int:
+    from .campaign import run_campaign
+
+    try:
+        counts = run_campaign(args.file, args.out, workers=args.workers, scheduler=args.scheduler,
+                              retry_failed=not args.no_retry_failed, progress=False if args.no_progress else None)
+    except interrupt.Interrupted as exc:
+        print(f"cpdispatch: campaign interrupted by {signal.Signals(exc.signum).name}: the complete runs are kept; "
+              "the same command resumes it", file=sys.stderr)
+        return interrupt.exit_code(exc.signum)
+    print(f"{counts['done']} runs done, {counts['failed']} failed, {counts['skipped_done']} were complete; "
+          f"results in {args.out}/ (runs.parquet, jobs.parquet)")
+    return 1 if counts["failed"] else 0
+
+
+def cmd_campaign_status(args: argparse.Namespace) -> int:
+    from .campaign import status
+
+    print(status(args.dir))
+    return 0
+
+
+def cmd_campaign_collect(args: argparse.Namespace) -> int:
+    from .campaign import collect
+
+    runs, jobs, done, failed = collect(args.dir)
+    print(f"{done} runs done, {failed} failed: {runs}, {jobs}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .campaign import collect
+    from .campaign.report import write_report
+
+    if not (Path(args.dir) / "runs.parquet").is_file():
+        collect(args.dir)
+    check_out_dir(args.out, overwrite=args.overwrite)
+    print(f"report: {write_report(args.dir, args.out, args.run)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cpdispatch", description=DESCRIPTION, epilog="Usage, formats and presets: README.md of cpdispatch.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_simulate, _add_tools, _add_demo, _add_instances):
+    for add in (_add_simulate, _add_tools, _add_demo, _add_instances, _add_campaign):
         add(sub)
     return p
 
@@ -364,6 +405,35 @@ def _add_instances(sub: Any) -> None:
     s.add_argument("-o", "--option", action="append", default=[], metavar="DISPATCHER:KEY=VALUE",
                    help="dispatcher option (repeatable), e.g. pcp20:fastpath=false")
     s.set_defaults(func=cmd_instances_compare)
+
+
+def _add_campaign(sub: Any) -> None:
+    s = _parser(sub, "campaign", "grids of runs (dispatchers x predictors x workloads x load factors x replicas) "
+                                 "on Dask; resumable")
+    csub = s.add_subparsers(dest="campaign_command", required=True)
+    s = _parser(csub, "run", "run the runs not yet complete (a rerun resumes an interrupted campaign)")
+    s.add_argument("file", metavar="CAMPAIGN.toml", help="campaign file (see README, campaigns/)")
+    s.add_argument("--out", required=True, help="campaign folder (runs/<key>/, runs.parquet, jobs.parquet)")
+    s.add_argument("--workers", type=int, default=None, help="local Dask worker processes (default: the cores)")
+    s.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="an existing Dask scheduler (tcp://host:port) instead of local workers")
+    s.add_argument("--no-retry-failed", action="store_true", help="do not rerun the runs that failed before")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    s.set_defaults(func=cmd_campaign_run)
+    s = _parser(csub, "status", "runs done, failed and to run, per dispatcher")
+    s.add_argument("dir", metavar="DIR", help="campaign folder")
+    s.set_defaults(func=cmd_campaign_status)
+    s = _parser(csub, "collect", "rebuild runs.parquet and jobs.parquet from the run folders")
+    s.add_argument("dir", metavar="DIR", help="campaign folder")
+    s.set_defaults(func=cmd_campaign_collect)
+
+    s = _parser(sub, "report", "figures and tables of a campaign: one self-contained index.html")
+    s.add_argument("dir", metavar="DIR", help="campaign folder")
+    s.add_argument("--out", required=True, help="report folder (new or empty; see --overwrite)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    s.add_argument("--run", default=None, metavar="KEY", help="the run whose utilisation over time is drawn "
+                                                                "(default: the first pcp20 run)")
+    s.set_defaults(func=cmd_report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

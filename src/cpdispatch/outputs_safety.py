@@ -43,7 +43,8 @@ def _ours(entry: Path) -> bool:
     if entry.is_dir():
         return all(_ours(e) for e in entry.iterdir()) and (entry / "summary.json").exists()
     name = entry.name
-    return (name in RUN_FILES or name in DEMO_FILES or name in COMPARE_FILES or name.endswith(".png")
+    return (name in RUN_FILES or name in DEMO_FILES or name in COMPARE_FILES or name == "index.html"
+            or name.endswith((".png", ".svg"))
             or (name.startswith(".") and ".partial-" in name))
 
 

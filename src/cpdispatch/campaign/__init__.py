@@ -1,0 +1,113 @@
+"""Campaigns: dispatchers x predictors x workloads x load factors x replicas, one `cpd.simulate`
+per run, as Dask tasks on one machine or a cluster; resumable, and collected into Parquet.
+
+    cpdispatch campaign run CAMPAIGN.toml --out DIR [--workers N] [--scheduler ADDRESS]
+    cpdispatch campaign status DIR
+    cpdispatch campaign collect DIR
+    cpdispatch report DIR --out REPORT_DIR
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import CpdispatchError
+from .collect import collect
+from .runner import clean_partial, execute, failed_file, is_done, plan
+from .spec import Campaign, load_campaign, run_key
+
+CAMPAIGN_FILE = "campaign.toml"
+
+
+def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
+                 retry_failed: bool = True, progress: bool | None = None) -> dict[str, int]:
+    """Run what is not complete yet; returns counts {total, skipped_done, done, failed, not_retried}.
+    Interrupting it (Ctrl-C) loses only the runs in progress."""
+    campaign = load_campaign(path)
+    root = Path(out)
+    try:
+        (root / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CpdispatchError(f"--out {out}: cannot create it ({exc.strerror})") from None
+    shutil.copyfile(path, root / CAMPAIGN_FILE)
+    clean_partial(root)
+    todo, done_before, not_retried = plan(campaign, root, retry_failed)
+    counts = {"total": len(campaign.runs), "skipped_done": done_before, "done": 0, "failed": 0,
+              "not_retried": not_retried}
+    print(f"campaign {campaign.name}: {len(campaign.runs)} runs, {done_before} complete, {len(todo)} to run"
+          + (f", {not_retried} failed not retried" if not_retried else ""), flush=True)
+    if todo:
+        bar = _Bar(len(todo), progress)
+
+        def on_result(outcome: dict[str, Any]) -> None:
+            counts[outcome["status"]] += 1
+            bar.update(counts, outcome)
+
+        try:
+            execute(todo, root, workers, scheduler, on_result)
+        finally:
+            bar.close()
+    collect(root)
+    return counts
+
+
+def status(out: str | Path) -> str:
+    """Runs complete, failed (with the first errors) and missing, per dispatcher label."""
+    root = Path(out)
+    if not (root / CAMPAIGN_FILE).is_file():
+        raise CpdispatchError(f"{out}: not a campaign folder (no {CAMPAIGN_FILE})")
+    campaign = load_campaign(root / CAMPAIGN_FILE)
+    per: dict[str, list[int]] = {}
+    errors: list[str] = []
+    for s in campaign.runs:
+        key = run_key(s)
+        cell = per.setdefault(s["dispatcher"]["label"], [0, 0, 0])
+        if is_done(root, key):
+            cell[0] += 1
+        elif failed_file(root, key).exists():
+            cell[1] += 1
+            import json
+
+            errors.append(f"  {key} ({s['dispatcher']['label']}, {s['workload']['label']}): "
+                          f"{json.loads(failed_file(root, key).read_text())['error']}")
+        else:
+            cell[2] += 1
+    lines = [f"campaign {campaign.name}: {len(campaign.runs)} runs", f"{'dispatcher':<20} {'done':>6} "
+             f"{'failed':>6} {'to run':>6}"]
+    lines += [f"{label:<20} {c[0]:>6} {c[1]:>6} {c[2]:>6}" for label, c in per.items()]
+    totals = [sum(c[i] for c in per.values()) for i in range(3)]
+    lines.append(f"{'all':<20} {totals[0]:>6} {totals[1]:>6} {totals[2]:>6}")
+    if errors:
+        lines += ["failed runs:", *errors[:10]] + ([f"  ... and {len(errors) - 10} more"] if len(errors) > 10 else [])
+    return "\n".join(lines)
+
+
+class _Bar:
+    """Runs done, running and failed, with an ETA (tqdm; only on a terminal unless asked)."""
+
+    def __init__(self, total: int, enabled: bool | None) -> None:
+        self.bar: Any = None
+        self.t0 = time.perf_counter()
+        if enabled or (enabled is None and sys.stderr.isatty()):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="run", desc="campaign", file=sys.stderr)
+
+    def update(self, counts: dict[str, int], outcome: dict[str, Any]) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"done {counts['done']}, running {outcome.get('running', 0)}, "
+                                     f"failed {counts['failed']}")
+        elif outcome["status"] == "failed":
+            print(f"run {outcome['key']} failed: {outcome['error']}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+__all__ = ["Campaign", "collect", "load_campaign", "run_campaign", "status"]

@@ -1,0 +1,194 @@
+"""A campaign file: the lists whose product is the set of runs, checked before any run starts.
+
+Each run's settings are a plain, normalised dictionary; its key is a hash of those settings and
+of the cpdispatch and OR-Tools versions, so the same settings always land in the same run folder
+(whatever the order of the keys in the file) and a new solver version makes new runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..system import preset_names
+from ..workloads import LOAD_FACTOR_RANGE
+
+TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
+            "kill_at_walltime")
+WORKLOAD_KEYS = ("generate", "jobs", "path", "system", "limit_jobs", "skip_jobs", "format", "label")
+DISPATCHER_KEYS = ("name", "label", "options")
+GENERATORS = ("eurora",)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    runs: tuple[dict[str, Any], ...]  # normalised settings, one per run (see `run_settings`)
+    source: str
+
+
+def versions() -> dict[str, str]:
+    """What a run's results depend on besides its settings (CP-SAT under time limits varies)."""
+    out = {}
+    for package in ("cpdispatch", "ortools"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "unknown"
+    return out
+
+
+def run_key(settings: dict[str, Any]) -> str:
+    """16 hex digits of SHA-256 over the settings and the versions, keys sorted."""
+    text = json.dumps({"settings": settings, "versions": versions()}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Read and check a campaign file; every error names the file and the key."""
+    where = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(where, None, None, "no such campaign file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(where, None, None, f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(where, None, None, f"invalid TOML: {exc}") from None
+    _known(where, data, TOP_KEYS, "")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(where, None, "name", "a non-empty string is required")
+    replicas = _int(where, "replicas", data.get("replicas", 1), 1)
+    jitter = _int(where, "jitter", data.get("jitter", 0), 0)
+    dispatchers = [_dispatcher(where, i, d) for i, d in enumerate(_list(where, data, "dispatchers"))]
+    labels = [d["label"] for d in dispatchers]
+    if len(set(labels)) != len(labels):
+        raise InputError(where, None, "dispatchers", "two dispatchers share a label: give one a `label`")
+    predictors = [_str(where, f"predictors[{i}]", p) for i, p in enumerate(_list(where, data, "predictors", ["real"]))]
+    factors = [_factor(where, i, x) for i, x in enumerate(_list(where, data, "load_factors", [1.0]))]
+    workloads = [_workload(where, i, w, Path(path).parent) for i, w in enumerate(_list(where, data, "workloads"))]
+    kill = data.get("kill_at_walltime", False)
+    if not isinstance(kill, bool):
+        raise InputError(where, None, "kill_at_walltime", "expected true or false")
+    _check_names(where, dispatchers, predictors, workloads)
+    runs = tuple(
+        {"workload": w, "replica": k, "jitter": jitter if "path" in w else 0, "dispatcher": d, "predictor": p,
+         "load_factor": x, "kill_at_walltime": kill}
+        for w in workloads
+        for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
+        for d in dispatchers for p in predictors for x in factors
+    )
+    return Campaign(name, runs, where)
+
+
+def _known(where: str, table: dict[str, Any], keys: tuple[str, ...], prefix: str) -> None:
+    for key in table:
+        if key not in keys:
+            guess = difflib.get_close_matches(key, keys, n=1)
+            hint = f"did you mean '{guess[0]}'? " if guess else ""
+            raise InputError(where, None, prefix + key, f"unknown key ({hint}known: {', '.join(keys)})")
+
+
+def _list(where: str, data: dict[str, Any], key: str, default: list[Any] | None = None) -> list[Any]:
+    value = data.get(key, default)
+    if not isinstance(value, list) or not value:
+        raise InputError(where, None, key, "a non-empty list is required")
+    return value
+
+
+def _int(where: str, key: str, value: object, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(where, None, key, f"expected an integer >= {least}, got {value!r}")
+    return value
+
+
+def _str(where: str, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(where, None, key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _factor(where: str, i: int, value: object) -> float:
+    low, high = LOAD_FACTOR_RANGE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InputError(where, None, f"load_factors[{i}]",
+                         f"expected a number from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def _dispatcher(where: str, i: int, entry: object) -> dict[str, Any]:
+    """A name, or {name, label, options}: options as strings (what -o takes), sorted."""
+    if isinstance(entry, str):
+        entry = {"name": entry}
+    if not isinstance(entry, dict):
+        raise InputError(where, None, f"dispatchers[{i}]", "expected a name or a table {name, label, options}")
+    _known(where, entry, DISPATCHER_KEYS, f"dispatchers[{i}].")
+    name = _str(where, f"dispatchers[{i}].name", entry.get("name"))
+    options = entry.get("options", {})
+    if not isinstance(options, dict):
+        raise InputError(where, None, f"dispatchers[{i}].options", "expected a table of option = value")
+    opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in sorted(options.items())}
+    label = _str(where, f"dispatchers[{i}].label", entry.get("label", name))
+    return {"name": name, "label": label, "options": opts}
+
+
+def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
+    """{generate, jobs, system} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
+    the campaign file's folder becomes absolute (workers may run elsewhere on a shared file system)."""
+    key = f"workloads[{i}]"
+    if not isinstance(entry, dict):
+        raise InputError(where, None, key, "expected a table")
+    _known(where, entry, WORKLOAD_KEYS, key + ".")
+    system = _str(where, f"{key}.system", entry.get("system"))
+    if system not in preset_names():  # a system file, relative to the campaign file like a trace
+        system = str((base / system).resolve()) if not Path(system).is_absolute() else system
+    if ("generate" in entry) == ("path" in entry):
+        raise InputError(where, None, key, "give exactly one of `generate` and `path`")
+    if "generate" in entry:
+        kind = entry["generate"]
+        if kind not in GENERATORS:
+            raise InputError(where, None, f"{key}.generate", f"unknown generator {kind!r} (known: eurora)")
+        jobs = _int(where, f"{key}.jobs", entry.get("jobs"), 1)
+        out: dict[str, Any] = {"generate": kind, "jobs": jobs, "system": system}
+        out["label"] = entry.get("label", f"{kind}-{jobs}")
+    else:
+        path = Path(_str(where, f"{key}.path", entry["path"]))
+        path = (path if path.is_absolute() else base / path).resolve()
+        if not path.is_file():
+            raise InputError(where, None, f"{key}.path", f"no such trace file: {path}")
+        out = {"path": str(path), "system": system, "format": entry.get("format", "auto"),
+               "limit_jobs": entry.get("limit_jobs"), "skip_jobs": entry.get("skip_jobs", 0)}
+        if out["limit_jobs"] is not None:
+            _int(where, f"{key}.limit_jobs", out["limit_jobs"], 1)
+        _int(where, f"{key}.skip_jobs", out["skip_jobs"], 0)
+        out["label"] = entry.get("label", path.name.split(".swf")[0].split(".csv")[0])
+    _str(where, f"{key}.label", out["label"])
+    return out
+
+
+def _check_names(where: str, dispatchers: list[dict[str, Any]], predictors: list[str],
+                 workloads: list[dict[str, Any]]) -> None:
+    """Every name and option is built once here: a typo fails now, not in the 40th run."""
+    from ..dispatchers.base import make_dispatcher
+    from ..errors import CpdispatchError
+    from ..predictors import resolve_predictor
+    from ..system import load_system
+
+    for kind, build, items in (
+        ("dispatchers", lambda d: d["name"] == "recorded" or make_dispatcher(d["name"], d["options"]), dispatchers),
+        ("predictors", resolve_predictor, predictors),
+        ("workloads", lambda w: load_system(w["system"]), workloads),
+    ):
+        for i, item in enumerate(items):
+            try:
+                build(item)
+            except CpdispatchError as exc:
+                raise InputError(where, None, f"{kind}[{i}]", str(exc)) from None

@@ -1,0 +1,220 @@
+"""Campaigns: the file's checks, run keys, Dask runs (local workers and a real scheduler with two
+real workers), resuming after an interruption, and the Parquet results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cpdispatch.campaign import load_campaign, run_campaign
+from cpdispatch.campaign.collect import collect
+from cpdispatch.campaign.runner import build_workload
+from cpdispatch.campaign.spec import run_key
+from cpdispatch.errors import InputError
+
+from .test_cli import cli
+
+KTH = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+SMALL = f"""
+name = "small"
+replicas = 2
+jitter = 60
+dispatchers = ["fifo", "easy", {{ name = "pcp20", label = "pcp20-b10", options = {{ fast_budget = 0.01 }} }}]
+predictors = ["real", "last2"]
+load_factors = [1.0, 2.0]
+
+[[workloads]]
+generate = "eurora"
+jobs = 60
+system = "eurora"
+
+[[workloads]]
+path = "{KTH}"
+system = "kth-sp2"
+limit_jobs = 150
+"""
+
+
+def _write(tmp_path: Path, text: str = SMALL, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_runs_are_the_product_and_keys_ignore_order(tmp_path: Path) -> None:
+    campaign = load_campaign(_write(tmp_path))
+    assert len(campaign.runs) == 2 * 2 * 3 * 2 * 2  # workloads x replicas x dispatchers x predictors x loads
+    shuffled = SMALL.replace('replicas = 2\njitter = 60', 'jitter = 60\nreplicas = 2').replace(
+        "options = { fast_budget = 0.01 } }", "options = { fast_budget = 0.01 }, label = \"pcp20-b10\" }").replace(
+        'name = "pcp20", label = "pcp20-b10",', 'name = "pcp20",')
+    again = load_campaign(_write(tmp_path, shuffled, "d.toml"))
+    assert sorted(map(run_key, campaign.runs)) == sorted(map(run_key, again.runs))
+    assert len(set(map(run_key, campaign.runs))) == len(campaign.runs)
+    # no jitter: a trace is replayed as it is, once
+    plain = load_campaign(_write(tmp_path, SMALL.replace("jitter = 60", "jitter = 0"), "e.toml"))
+    assert sum(1 for r in plain.runs if "path" in r["workload"]) == 12
+
+
+def test_jitter_moves_submissions_within_bounds_and_keeps_order(tmp_path: Path) -> None:
+    campaign = load_campaign(_write(tmp_path))
+    trace_runs = [r for r in campaign.runs if "path" in r["workload"]]
+    base = build_workload({**trace_runs[0], "jitter": 0})
+    one, two = (build_workload({**trace_runs[0], "replica": k}) for k in (1, 2))
+    for jittered in (one, two):
+        by_id = {j.id: j.submit for j in base.jobs}
+        assert all(abs(j.submit - by_id[j.id]) <= 60 for j in jittered.jobs)
+        assert [j.submit for j in jittered.jobs] == sorted(j.submit for j in jittered.jobs)
+    assert [j.submit for j in one.jobs] != [j.submit for j in two.jobs]
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (("dispatchers = [", "dispatcher = ["), "dispatcher"),  # unknown key -> did you mean
+    (('"fifo"', '"fifoo"'), "dispatchers[0]"),
+    (("fast_budget", "fast_budgt"), "dispatchers[2]"),
+    (('predictors = ["real"', 'predictors = ["nope"'), "predictors[0]"),
+    (("load_factors = [1.0", "load_factors = [0"), "load_factors[0]"),
+    (("limit_jobs = 150", "limit_jobs = 0"), "workloads[1].limit_jobs"),
+    (("generate = \"eurora\"", "generate = \"curie\""), "workloads[0].generate"),
+    ((str(KTH), "/nonexistent/trace.swf"), "workloads[1].path"),
+])
+def test_bad_campaign_file_names_the_key(tmp_path: Path, edit: tuple[str, str], key: str) -> None:
+    path = _write(tmp_path, SMALL.replace(*edit, 1))
+    with pytest.raises(InputError) as err:
+        load_campaign(path)
+    assert err.value.field == key, str(err.value)
+    code, _, stderr = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2 and f"field '{key}'" in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _results(out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What must not depend on how the campaign ran: figures and schedules, not wall times."""
+    runs = pd.read_parquet(out / "runs.parquet")
+    keep = ["key", "workload", "dispatcher", "predictor", "load_factor", "replica", "status", "jobs", "completed",
+            "rejected", "avg_wait", "avg_bounded_slowdown", "makespan", "dispatch_calls"]
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    return (runs[keep].sort_values("key").reset_index(drop=True),
+            jobs.sort_values(["key", "job_id"]).reset_index(drop=True))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small campaign run once, uninterrupted, on two local Dask workers."""
+    tmp = tmp_path_factory.mktemp("reference")
+    out = tmp / "out"
+    counts = run_campaign(_write(tmp), out, workers=2, progress=False)
+    assert counts["done"] == 48 and counts["failed"] == 0
+    return out
+
+
+def test_rerun_skips_complete_runs_and_collect_rebuilds_from_folders(reference: Path, tmp_path: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in (reference / "runs").glob("*/run.json")}
+    counts = run_campaign(_write(tmp_path), reference, workers=1, progress=False)
+    assert counts == {"total": 48, "skipped_done": 48, "done": 0, "failed": 0, "not_retried": 0}
+    assert {p: p.stat().st_mtime_ns for p in (reference / "runs").glob("*/run.json")} == before
+    runs, jobs = _results(reference)
+    (reference / "runs.parquet").unlink()
+    (reference / "jobs.parquet").unlink()
+    code, out, err = cli("campaign", "collect", str(reference))
+    assert code == 0 and "48 runs done, 0 failed" in out, err
+    again_runs, again_jobs = _results(reference)
+    pd.testing.assert_frame_equal(runs, again_runs)
+    pd.testing.assert_frame_equal(jobs, again_jobs)
+    assert len(jobs) == 24 * 60 + 24 * 150  # every job of every run, settings as columns
+    assert set(jobs["dispatcher"]) == {"fifo", "easy", "pcp20-b10"}
+    run = json.loads(next((reference / "runs").glob("*/run.json")).read_text())
+    assert run["versions"]["ortools"] and "settings" in run and "solver" in run
+
+
+def test_interrupted_campaign_resumes_to_the_same_results(reference: Path, tmp_path: Path) -> None:
+    path, out = _write(tmp_path), tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "campaign", "run", str(path), "--out", str(out),
+                             "--workers", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while len(list((out / "runs").glob("*/run.json"))) < 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "the same command resumes it" in stderr, stderr
+    first = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    assert 10 <= len(first) < 48
+    code, stdout, stderr = cli("campaign", "status", str(out))
+    assert code == 0 and f"{'all':<20} {len(first):>6}" in stdout, stdout
+    code, stdout, stderr = cli("campaign", "run", str(path), "--out", str(out), "--workers", "2")
+    assert code == 0, stderr
+    assert f"{48 - len(first)} runs done, 0 failed, {len(first)} were complete" in stdout
+    second = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    assert all(second[k] == t for k, t in first.items())  # no complete run ran twice
+    assert not list((out / "runs").glob(".*.partial"))
+    for mine, ref in zip(_results(out), _results(reference)):
+        pd.testing.assert_frame_equal(mine, ref)
+
+
+def test_failed_run_is_recorded_and_retried(tmp_path: Path) -> None:
+    text = SMALL.replace('dispatchers = ["fifo", "easy", { name = "pcp20", label = "pcp20-b10", options = '
+                         '{ fast_budget = 0.01 } }]', 'dispatchers = ["fifo", "cpd_failing_plugin:explode"]')
+    text = text.replace("replicas = 2", "replicas = 1").replace("load_factors = [1.0, 2.0]", "load_factors = [1.0]")
+    (tmp_path / "cpd_failing_plugin.py").write_text(
+        "def explode(snapshot):\n    raise RuntimeError('boom at ' + str(snapshot.time))\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    path, out = _write(tmp_path, text), tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "cpdispatch", "campaign", "run", str(path), "--out", str(out),
+                           "--workers", "1"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "4 runs done, 4 failed" in proc.stdout
+    runs = pd.read_parquet(out / "runs.parquet")
+    failed = runs[runs["status"] == "failed"]
+    assert len(failed) == 4 and failed["error"].str.contains("RuntimeError: boom at").all()
+    record = json.loads(next((out / "runs").glob("*.failed.json")).read_text())
+    assert "Traceback" in record["traceback"] and "in dispatcher" in record["traceback"]
+    proc = subprocess.run([sys.executable, "-m", "cpdispatch", "campaign", "run", str(path), "--out", str(out),
+                           "--workers", "1", "--no-retry-failed"], capture_output=True, text=True, env=env)
+    assert "0 runs done, 0 failed, 4 were complete" in proc.stdout and proc.returncode == 0
+    proc = subprocess.run([sys.executable, "-m", "cpdispatch", "campaign", "run", str(path), "--out", str(out),
+                           "--workers", "1"], capture_output=True, text=True, env=env)
+    assert "0 runs done, 4 failed" in proc.stdout  # retried (and failing again)
+
+
+def test_real_scheduler_and_two_real_workers(reference: Path, tmp_path: Path) -> None:
+    dask = shutil.which("dask", path=str(Path(sys.executable).parent))
+    assert dask, "the dask command comes with distributed"
+    info = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([dask, "scheduler", "--scheduler-file", str(info), "--port", "0", "--no-dashboard",
+                               "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{i}"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+        out = tmp_path / "out"
+        code, stdout, stderr = cli("campaign", "run", str(_write(tmp_path)), "--out", str(out), "--scheduler",
+                                   address)
+        assert code == 0 and "48 runs done, 0 failed" in stdout, stderr
+        workers = {json.loads(p.read_text())["worker"] for p in (out / "runs").glob("*/run.json")}
+        assert workers == {"w0", "w1"}  # both real workers took runs
+        for mine, ref in zip(_results(out), _results(reference)):
+            pd.testing.assert_frame_equal(mine, ref)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+def test_collect_of_an_empty_campaign(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    runs, jobs, done, failed = collect(tmp_path)
+    assert (done, failed) == (0, 0) and pd.read_parquet(runs).empty
