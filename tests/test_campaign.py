@@ -218,3 +218,13 @@ def test_collect_of_an_empty_campaign(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
     runs, jobs, done, failed = collect(tmp_path)
     assert (done, failed) == (0, 0) and pd.read_parquet(runs).empty
+
+
+def test_shipped_campaigns_load_and_gpu_share_shapes_the_mix() -> None:
+    root = Path(__file__).resolve().parents[1] / "campaigns"
+    sizes = {p.stem: len(load_campaign(p).runs) for p in sorted(root.glob("*.toml"))}
+    assert set(sizes) == {f"{s}-{v}" for s in ("pcp20", "ablation", "hetero") for v in ("small", "full")}
+    hetero = load_campaign(root / "hetero-small.toml").runs
+    mixes = {r["workload"]["label"]: build_workload(r) for r in hetero if r["replica"] == 1}
+    gpu_jobs = {label: sum(1 for j in w.jobs if j.req[2] > 0) for label, w in mixes.items()}
+    assert gpu_jobs["eurora-600-gpu0.6"] > 1.3 * gpu_jobs["eurora-600"]

@@ -22,7 +22,7 @@ from ..workloads import LOAD_FACTOR_RANGE
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
             "kill_at_walltime")
-WORKLOAD_KEYS = ("generate", "jobs", "path", "system", "limit_jobs", "skip_jobs", "format", "label")
+WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "path", "system", "limit_jobs", "skip_jobs", "format", "label")
 DISPATCHER_KEYS = ("name", "label", "options")
 GENERATORS = ("eurora",)
 
@@ -141,7 +141,7 @@ def _dispatcher(where: str, i: int, entry: object) -> dict[str, Any]:
 
 
 def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
-    """{generate, jobs, system} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
+    """{generate, jobs, system, gpu_share} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
     the campaign file's folder becomes absolute (workers may run elsewhere on a shared file system)."""
     key = f"workloads[{i}]"
     if not isinstance(entry, dict):
@@ -158,7 +158,12 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
             raise InputError(where, None, f"{key}.generate", f"unknown generator {kind!r} (known: eurora)")
         jobs = _int(where, f"{key}.jobs", entry.get("jobs"), 1)
         out: dict[str, Any] = {"generate": kind, "jobs": jobs, "system": system}
-        out["label"] = entry.get("label", f"{kind}-{jobs}")
+        share = entry.get("gpu_share")
+        if share is not None:  # the share of short jobs asking GPUs (generator default: 0.34)
+            if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+                raise InputError(where, None, f"{key}.gpu_share", f"expected a number from 0 to 1, got {share!r}")
+            out["gpu_share"] = float(share)
+        out["label"] = entry.get("label", f"{kind}-{jobs}" + (f"-gpu{share:g}" if share is not None else ""))
     else:
         path = Path(_str(where, f"{key}.path", entry["path"]))
         path = (path if path.is_absolute() else base / path).resolve()
