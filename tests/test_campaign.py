@@ -60,6 +60,10 @@ def test_runs_are_the_product_and_keys_ignore_order(tmp_path: Path) -> None:
     again = load_campaign(_write(tmp_path, shuffled, "d.toml"))
     assert sorted(map(run_key, campaign.runs)) == sorted(map(run_key, again.runs))
     assert len(set(map(run_key, campaign.runs))) == len(campaign.runs)
+    # a workload's own loads replace the campaign's
+    own = load_campaign(_write(tmp_path, SMALL.replace('jobs = 60\n', 'jobs = 60\nload_factors = [3.0]\n'), "f.toml"))
+    assert sorted({r["load_factor"] for r in own.runs if "generate" in r["workload"]}) == [3.0]
+    assert len(own.runs) == 2 * 3 * 2 * 1 + 2 * 3 * 2 * 2
     # no jitter: a trace is replayed as it is, once
     plain = load_campaign(_write(tmp_path, SMALL.replace("jitter = 60", "jitter = 0"), "e.toml"))
     assert sum(1 for r in plain.runs if "path" in r["workload"]) == 12

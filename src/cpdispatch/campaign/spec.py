@@ -22,7 +22,8 @@ from ..workloads import LOAD_FACTOR_RANGE
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
             "kill_at_walltime")
-WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "path", "system", "limit_jobs", "skip_jobs", "format", "label")
+WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
+                 "load_factors")
 DISPATCHER_KEYS = ("name", "label", "options")
 GENERATORS = ("eurora",)
 
@@ -75,6 +76,11 @@ def load_campaign(path: str | Path) -> Campaign:
     predictors = [_str(where, f"predictors[{i}]", p) for i, p in enumerate(_list(where, data, "predictors", ["real"]))]
     factors = [_factor(where, i, x) for i, x in enumerate(_list(where, data, "load_factors", [1.0]))]
     workloads = [_workload(where, i, w, Path(path).parent) for i, w in enumerate(_list(where, data, "workloads"))]
+    # a workload may have its own loads (a generator and a trace differ in natural load)
+    loads = [[_factor(where, j, x, f"workloads[{i}].") for j, x in enumerate(_list(where, w, "load_factors"))]
+             if "load_factors" in w else factors for i, w in enumerate(workloads)]
+    for w in workloads:
+        w.pop("load_factors", None)
     kill = data.get("kill_at_walltime", False)
     if not isinstance(kill, bool):
         raise InputError(where, None, "kill_at_walltime", "expected true or false")
@@ -82,9 +88,9 @@ def load_campaign(path: str | Path) -> Campaign:
     runs = tuple(
         {"workload": w, "replica": k, "jitter": jitter if "path" in w else 0, "dispatcher": d, "predictor": p,
          "load_factor": x, "kill_at_walltime": kill}
-        for w in workloads
+        for w, wl_factors in zip(workloads, loads)
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
-        for d in dispatchers for p in predictors for x in factors
+        for d in dispatchers for p in predictors for x in wl_factors
     )
     return Campaign(name, runs, where)
 
@@ -116,10 +122,10 @@ def _str(where: str, key: str, value: object) -> str:
     return value
 
 
-def _factor(where: str, i: int, value: object) -> float:
+def _factor(where: str, i: int, value: object, prefix: str = "") -> float:
     low, high = LOAD_FACTOR_RANGE
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise InputError(where, None, f"load_factors[{i}]",
+        raise InputError(where, None, f"{prefix}load_factors[{i}]",
                          f"expected a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
 
@@ -176,6 +182,8 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
         _int(where, f"{key}.skip_jobs", out["skip_jobs"], 0)
         out["label"] = entry.get("label", path.name.split(".swf")[0].split(".csv")[0])
     _str(where, f"{key}.label", out["label"])
+    if "load_factors" in entry:
+        out["load_factors"] = entry["load_factors"]
     return out
 
 
