@@ -280,10 +280,11 @@ def cmd_campaign_collect(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .campaign import collect
-    from .campaign.report import write_report
+    from .campaign.report import choose_run, load_runs, write_report
 
     if not (Path(args.dir) / "runs.parquet").is_file():
         collect(args.dir)
+    choose_run(load_runs(args.dir), args.run)  # a bad --run fails before an earlier report is removed
     check_out_dir(args.out, overwrite=args.overwrite)
     print(f"report: {write_report(args.dir, args.out, args.run)}")
     return 0
