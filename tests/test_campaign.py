@@ -46,8 +46,9 @@ limit_jobs = 150
 
 
 def _write(tmp_path: Path, text: str = SMALL, name: str = "c.toml") -> Path:
+    """The campaign file, its trace path relative to it (as in campaigns/)."""
     path = tmp_path / name
-    path.write_text(text)
+    path.write_text(text.replace(str(KTH), os.path.relpath(KTH, tmp_path)))
     return path
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,9 +28,10 @@ received: int | None = None
 graceful = False
 _solvers: set[Any] = set()
 _lock = threading.Lock()
+_signalled = threading.Event()  # set by the watcher thread as soon as a signal arrives
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
     """A signal arrived where nothing can be kept (reading, checking): the command stops."""
 
     def __init__(self, signum: int) -> None:
@@ -53,27 +53,34 @@ def _on_signal(signum: int, frame: Any) -> None:
             raise Interrupted(signum)
 
 
-def _stop_solvers(signum: int) -> None:
-    """Keep stopping the registered solvers until the run is over (a solver that starts just
-    after the signal is caught by the next round)."""
-    global received
-    if received is None:
-        received = signum
-    while received is not None:
+def _stop_solvers(done: threading.Event) -> None:
+    """Keep stopping the registered solvers until `handling` ends (a solver that starts just
+    after the signal is caught by the next round). Only the main thread's handler sets
+    `received`: it alone decides whether the signal stops gracefully or raises."""
+    _signalled.set()
+    while not done.is_set():
         with _lock:
             solvers = list(_solvers)
         for solver in solvers:
             solver.stop_search()
-        time.sleep(0.05)
+        done.wait(0.05)
 
 
-def _watch(fd: int) -> None:
+def _watch(fd: int, done: threading.Event) -> None:
     """Owns the pipe's read end: it ends (and closes it) when the write end is closed."""
     try:
         while data := os.read(fd, 1):
-            _stop_solvers(data[0])
+            if data[0] in SIGNALS:  # the wake-up fd carries every signal Python handles
+                _stop_solvers(done)
+                return
     finally:
         os.close(fd)
+
+
+def stopping() -> bool:
+    """A signal came: solvers should not start long searches (true before the main thread's
+    handler has run, while it waits for a solve to return)."""
+    return received is not None or _signalled.is_set()
 
 
 @contextmanager
@@ -85,7 +92,8 @@ def handling() -> Iterator[None]:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    threading.Thread(target=_watch, args=(read_fd,), daemon=True, name="cpdispatch-signals").start()
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(read_fd, done), daemon=True, name="cpdispatch-signals").start()
     try:
         yield
     finally:
@@ -93,7 +101,9 @@ def handling() -> Iterator[None]:
         for s, handler in previous.items():
             signal.signal(s, handler)
         received = None
-        os.close(write_fd)  # the watcher's read returns empty: it closes its end and ends
+        done.set()
+        _signalled.clear()
+        os.close(write_fd)  # a watcher still reading gets end-of-file: it closes its end and ends
 
 
 @contextmanager

@@ -9,6 +9,7 @@ per run, as Dask tasks on one machine or a cluster; resumable, and collected int
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CpdispatchError
+from ..outputs_safety import replacing
 from .collect import collect
 from .runner import clean_partial, execute, failed_file, is_done, plan
 from .spec import Campaign, load_campaign, run_key
 
 CAMPAIGN_FILE = "campaign.toml"
+RUNS_FILE = "campaign-runs.json"  # the campaign's runs, paths resolved (the copied TOML's relative paths are not)
 
 
 def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
@@ -33,7 +36,9 @@ def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = Non
         (root / "runs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CpdispatchError(f"--out {out}: cannot create it ({exc.strerror})") from None
-    shutil.copyfile(path, root / CAMPAIGN_FILE)
+    shutil.copyfile(path, root / CAMPAIGN_FILE)  # for the record; `status` reads the resolved runs
+    with replacing(root / RUNS_FILE) as tmp:
+        tmp.write_text(json.dumps({"name": campaign.name, "source": str(path), "runs": campaign.runs}, indent=1))
     clean_partial(root)
     todo, done_before, not_retried = plan(campaign, root, retry_failed)
     counts = {"total": len(campaign.runs), "skipped_done": done_before, "done": 0, "failed": 0,
@@ -58,9 +63,10 @@ def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = Non
 def status(out: str | Path) -> str:
     """Runs complete, failed (with the first errors) and missing, per dispatcher label."""
     root = Path(out)
-    if not (root / CAMPAIGN_FILE).is_file():
-        raise CpdispatchError(f"{out}: not a campaign folder (no {CAMPAIGN_FILE})")
-    campaign = load_campaign(root / CAMPAIGN_FILE)
+    if not (root / RUNS_FILE).is_file():
+        raise CpdispatchError(f"{out}: not a campaign folder (no {RUNS_FILE}: run `campaign run` first)")
+    saved = json.loads((root / RUNS_FILE).read_text())
+    campaign = Campaign(saved["name"], tuple(saved["runs"]), saved["source"])
     per: dict[str, list[int]] = {}
     errors: list[str] = []
     for s in campaign.runs:
@@ -70,8 +76,6 @@ def status(out: str | Path) -> str:
             cell[0] += 1
         elif failed_file(root, key).exists():
             cell[1] += 1
-            import json
-
             errors.append(f"  {key} ({s['dispatcher']['label']}, {s['workload']['label']}): "
                           f"{json.loads(failed_file(root, key).read_text())['error']}")
         else:

@@ -390,7 +390,7 @@ class CpDispatcher(Dispatcher):
         p.catch_sigint_signal = False  # Ctrl-C stops the run, not just this solve (see interrupt.py)
         if wall > 0:
             p.max_time_in_seconds = wall
-        if interrupt.received is not None:
+        if interrupt.stopping():
             p.max_time_in_seconds = 0.0  # the run is stopping: return the hint at once
         if dtime > 0:
             p.max_deterministic_time = dtime
