@@ -191,32 +191,66 @@ def test_failed_run_is_recorded_and_retried(tmp_path: Path) -> None:
     assert "0 runs done, 4 failed" in proc.stdout  # retried (and failing again)
 
 
-def test_real_scheduler_and_two_real_workers(reference: Path, tmp_path: Path) -> None:
-    dask = shutil.which("dask", path=str(Path(sys.executable).parent))
-    assert dask, "the dask command comes with distributed"
-    info = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([dask, "scheduler", "--scheduler-file", str(info), "--port", "0", "--no-dashboard",
-                               "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
+class _DaskCluster:
+    """A real `dask scheduler` and real `dask worker` processes on localhost (no nanny: a worker's
+    process is the one we start, so killing it kills the worker)."""
+
+    def __init__(self, tmp_path: Path, workers: int) -> None:
+        dask = shutil.which("dask", path=str(Path(sys.executable).parent))
+        assert dask, "the dask command comes with distributed"
+        info = tmp_path / "scheduler.json"
+        self.procs = [subprocess.Popen([dask, "scheduler", "--scheduler-file", str(info), "--port", "0",
+                                        "--no-dashboard", "--host", "127.0.0.1"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         deadline = time.monotonic() + 60
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        address = json.loads(info.read_text())["address"]
-        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{i}"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+        self.address = json.loads(info.read_text())["address"]
+        self.workers = [subprocess.Popen([dask, "worker", self.address, "--nthreads", "1", "--no-dashboard",
+                                          "--no-nanny", "--name", f"w{i}"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
+        self.procs += self.workers
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(timeout=30)
+
+
+def test_real_scheduler_and_two_real_workers(reference: Path, tmp_path: Path) -> None:
+    cluster = _DaskCluster(tmp_path, 2)
+    try:
         out = tmp_path / "out"
         code, stdout, stderr = cli("campaign", "run", str(_write(tmp_path)), "--out", str(out), "--scheduler",
-                                   address)
+                                   cluster.address)
         assert code == 0 and "48 runs done, 0 failed" in stdout, stderr
         workers = {json.loads(p.read_text())["worker"] for p in (out / "runs").glob("*/run.json")}
         assert workers == {"w0", "w1"}  # both real workers took runs
         for mine, ref in zip(_results(out), _results(reference)):
             pd.testing.assert_frame_equal(mine, ref)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=30)
+        cluster.close()
+
+
+def test_a_killed_worker_loses_nothing(reference: Path, tmp_path: Path) -> None:
+    """One of two workers is killed (SIGKILL) half-way: the other finishes every run."""
+    cluster = _DaskCluster(tmp_path, 2)
+    try:
+        out = tmp_path / "out"
+        proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "campaign", "run", str(_write(tmp_path)),
+                                 "--out", str(out), "--scheduler", cluster.address, "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while len(list((out / "runs").glob("*/run.json"))) < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cluster.workers[1].kill()
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and "48 runs done, 0 failed" in stdout, stderr
+        for mine, ref in zip(_results(out), _results(reference)):
+            pd.testing.assert_frame_equal(mine, ref)
+    finally:
+        cluster.close()
 
 
 def test_collect_of_an_empty_campaign(tmp_path: Path) -> None:
@@ -232,4 +266,4 @@ def test_shipped_campaigns_load_and_gpu_share_shapes_the_mix() -> None:
     hetero = load_campaign(root / "hetero-small.toml").runs
     mixes = {r["workload"]["label"]: build_workload(r) for r in hetero if r["replica"] == 1}
     gpu_jobs = {label: sum(1 for j in w.jobs if j.req[2] > 0) for label, w in mixes.items()}
-    assert gpu_jobs["eurora-600-gpu0.6"] > 1.3 * gpu_jobs["eurora-600"]
+    assert gpu_jobs["eurora-1500-gpu0.6"] > 1.3 * gpu_jobs["eurora-1500"]
