@@ -329,6 +329,7 @@ def chromium() -> tuple[str, str]:
         if os.geteuid() != 0 or apt is None:
             pytest.skip(f"{CHROMIUM} or {CHROMEDRIVER} missing, and not root with apt-get to install them")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run([apt, "update", "-qq"], env=env, capture_output=True, timeout=600, check=False)  # fresh images
         done = subprocess.run([apt, "install", "-y", "chromium", "chromium-driver"], env=env, capture_output=True,
                               text=True, timeout=1200, check=False)
         if done.returncode != 0 or not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
