@@ -141,7 +141,9 @@ def test_rerun_skips_complete_runs_and_collect_rebuilds_from_folders(reference: 
     assert run["versions"]["ortools"] and "settings" in run and "solver" in run
 
 
-def test_interrupted_campaign_resumes_to_the_same_results(reference: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_campaign_resumes_to_the_same_results(reference: Path, tmp_path: Path, signum: int) -> None:
+    """Stopped (SIGTERM) or killed (SIGKILL: a crash, a reboot) half-way, then run again."""
     path, out = _write(tmp_path), tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "campaign", "run", str(path), "--out", str(out),
                              "--workers", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -149,9 +151,13 @@ def test_interrupted_campaign_resumes_to_the_same_results(reference: Path, tmp_p
     deadline = time.monotonic() + 120
     while len(list((out / "runs").glob("*/run.json"))) < 10 and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 143 and "the same command resumes it" in stderr, stderr
+    if signum == signal.SIGTERM:
+        assert proc.returncode == 143 and "the same command resumes it" in stderr, stderr
+    else:
+        assert proc.returncode == -signal.SIGKILL
+        time.sleep(2)  # the local workers notice their parent is gone and stop
     first = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
     assert 10 <= len(first) < 48
     code, stdout, stderr = cli("campaign", "status", str(out))
