@@ -290,12 +290,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_local_cluster(args: argparse.Namespace) -> int:
+    import os
+
+    from .slurm import local_cluster
+
+    if args.action == "start":
+        specs = local_cluster.node_specs(args.nodes, args.gpu_nodes)
+        started = local_cluster.start(specs, args.dir)
+        print(f"export SLURM_CONF={started}")
+        print(f"# {len(specs)} nodes up ({args.gpu_nodes} with {specs[0].gpus if args.gpu_nodes else 0} GPUs); "
+              f'stop with: cpdispatch slurm local-cluster stop')
+        return 0
+    conf = args.conf or os.environ.get("SLURM_CONF")
+    if not conf:
+        raise CpdispatchError("no cluster to stop: give --conf or set SLURM_CONF (as `start` prints)")
+    stopped = local_cluster.stop(conf)
+    print(f"stopped {len(stopped)} daemons: {', '.join(stopped) or 'none running'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cpdispatch", description=DESCRIPTION, epilog="Usage, formats and presets: README.md of cpdispatch.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_simulate, _add_tools, _add_demo, _add_instances, _add_campaign):
+    for add in (_add_simulate, _add_tools, _add_demo, _add_instances, _add_campaign, _add_slurm):
         add(sub)
     return p
 
@@ -435,6 +455,20 @@ def _add_campaign(sub: Any) -> None:
     s.add_argument("--run", default=None, metavar="KEY", help="the run whose utilisation over time is drawn "
                                                                 "(default: the first pcp20 run)")
     s.set_defaults(func=cmd_report)
+
+
+def _add_slurm(sub: Any) -> None:
+    s = _parser(sub, "slurm", "a real Slurm cluster: a local one for tests and demos")
+    ssub = s.add_subparsers(dest="slurm_command", required=True)
+    s = _parser(ssub, "local-cluster", "start or stop a real Slurm cluster on this host (root; Debian packages "
+                                       "installed on demand)")
+    s.add_argument("action", choices=["start", "stop"], help="start prints `export SLURM_CONF=...` for eval")
+    s.add_argument("--nodes", type=int, default=4, help="number of nodes (start)")
+    s.add_argument("--gpu-nodes", type=int, default=2, help="how many of them have 2 fake GPUs, 8 CPUs, 8000 MB "
+                                                            "(the others: 4 CPUs, 4000 MB) (start)")
+    s.add_argument("--dir", default=None, help="the cluster's folder (start; default: a new temporary one)")
+    s.add_argument("--conf", default=None, help="the slurm.conf of the cluster to stop (default: $SLURM_CONF)")
+    s.set_defaults(func=cmd_local_cluster)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
