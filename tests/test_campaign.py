@@ -216,12 +216,22 @@ class _DaskCluster:
                                           "--no-nanny", "--name", f"w{i}"],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
         self.procs += self.workers
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:  # every worker connected before any run
+            client.wait_for_workers(workers, timeout=120)
 
     def close(self) -> None:
+        """Terminate, and kill what does not end within 10 s (a worker may hang in its graceful
+        close once the scheduler is gone)."""
         for proc in reversed(self.procs):
             proc.terminate()
         for proc in self.procs:
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
 
 
 def test_real_scheduler_and_two_real_workers(reference: Path, tmp_path: Path) -> None:
