@@ -58,21 +58,38 @@ def collect(out: str | Path) -> tuple[Path, Path, int, int]:
     root = Path(out)
     rows = run_rows(root)
     runs = pd.DataFrame(rows, columns=_columns(rows))
-    tables = []
-    for row in rows:
-        if row["status"] != "done":
-            continue
-        jobs = pd.read_parquet(root / RUNS / row["key"] / "schedule.parquet").drop(columns=["nodes"])
-        for k in SETTINGS:
-            jobs.insert(SETTINGS.index(k), k, row[k])
-        tables.append(jobs)
-    jobs_all = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(SETTINGS))
     paths = root / "runs.parquet", root / "jobs.parquet"
-    for path, table in zip(paths, (runs, jobs_all)):
-        with replacing(path) as tmp:
-            table.to_parquet(tmp, index=False)
+    with replacing(paths[0]) as tmp:
+        runs.to_parquet(tmp, index=False)
+    with replacing(paths[1]) as tmp:
+        _write_jobs(root, [r for r in rows if r["status"] == "done"], tmp)
     done = int((runs["status"] == "done").sum()) if len(runs) else 0
     return paths[0], paths[1], done, len(runs) - done
+
+
+def _write_jobs(root: Path, done: list[dict[str, Any]], path: Path) -> None:
+    """Every job of every run, one row group per run (streamed: a full campaign holds hundreds
+    of millions of job rows). One schema for all: times that may be empty and per-type amounts
+    (absent on systems without the type) are floats with nulls."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = list(dict.fromkeys(k[len("capacity_"):] for r in done for k in r if k.startswith("capacity_")))
+    text, exact, maybe = pa.string(), pa.int64(), pa.float64()
+    fields = [("key", text), ("workload", text), ("system", text), ("dispatcher", text), ("dispatcher_name", text),
+              ("predictor", text), ("load_factor", maybe), ("replica", exact), ("job_id", text), ("user", text),
+              ("submit", exact), ("start", maybe), ("end", maybe), ("units", exact),
+              *((f"req_{t}", maybe) for t in types), ("walltime", maybe), ("runtime", exact),
+              ("predicted", maybe), ("status", text), ("reason", text)]
+    schema = pa.schema(fields)
+    with pq.ParquetWriter(path, schema) as writer:
+        for row in done:
+            table = pq.read_table(root / RUNS / row["key"] / "schedule.parquet")
+            n = table.num_rows
+            columns = [pa.array([row[name]] * n, kind) if name in SETTINGS
+                       else table.column(name).cast(kind) if name in table.column_names
+                       else pa.nulls(n, kind) for name, kind in fields]
+            writer.write_table(pa.Table.from_arrays(columns, schema=schema))
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
