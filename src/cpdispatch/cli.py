@@ -13,7 +13,6 @@ from typing import Any
 from . import interrupt
 from .errors import CpdispatchError
 from .outputs_safety import check_out_dir, check_out_file
-from .workloads import LOAD_FACTOR_RANGE
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 DESCRIPTION = ("On-line HPC job dispatching with constraint programming: replay real traces with CP "
@@ -476,9 +475,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "limit_jobs", None) is not None and args.limit_jobs < 1:
         parser.error("--limit-jobs must be at least 1")
-    low, high = LOAD_FACTOR_RANGE
-    if not low <= getattr(args, "load_factor", 1.0) <= high:
-        parser.error(f"--load-factor must be between {low:g} and {high:g}")
+    if hasattr(args, "load_factor"):  # simulate and demo only: the others need not import the readers
+        from .workloads import LOAD_FACTOR_RANGE
+
+        low, high = LOAD_FACTOR_RANGE
+        if not low <= args.load_factor <= high:
+            parser.error(f"--load-factor must be between {low:g} and {high:g}")
     if getattr(args, "skip_jobs", 0) < 0:
         parser.error("--skip-jobs must be at least 0")
     try:

@@ -169,13 +169,12 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
     if name in found:
         return resolve_dispatcher(found[name].load(), raw_options, name=name)
-    disp = _build(dispatcher_class(name), raw_options, name)
-    if disp.name != name:  # an alias (hcp19 = hcp3): messages use the name the user typed
-        disp.name = name
-    return disp
+    return _build(dispatcher_class(name), raw_options, name)
 
 
 def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: str | None = None) -> Dispatcher:
+    """`cls` with its options parsed; built by an alias (hcp19 = hcp3), it carries the name the
+    user `typed`, which its messages then use."""
     known = {o.name: o for o in cls.options}
     values: dict[str, Any] = {}
     for key, value in (raw_options or {}).items():
@@ -183,7 +182,10 @@ def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: 
             names = ", ".join(known) or "none"
             raise CpdispatchError(f"dispatcher {typed or cls.name}: unknown option '{key}' (options: {names})")
         values[key] = known[key].parse(value if isinstance(value, str) else str(value))
-    return cls(**values)
+    disp = cls(**values)
+    if typed and typed != cls.name:
+        disp.name = typed
+    return disp
 
 
 def resolve_dispatcher(
@@ -207,6 +209,5 @@ def resolve_dispatcher(
     else:
         raise CpdispatchError(f"not a dispatcher: {spec!r} (a name, a Dispatcher, or a function of a snapshot)")
     if seed is not None and "seed" in {o.name for o in disp.options} and "seed" not in opts:
-        typed, disp = disp.name, _build(type(disp), {**opts, "seed": seed})
-        disp.name = typed
+        disp = _build(type(disp), {**opts, "seed": seed}, disp.name)
     return disp
