@@ -309,6 +309,35 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
+    from .slurm.driver import Driver, format_summary
+
+    driver = Driver(*_live_parts(args), state_dir=Path(args.state_dir), shadow=args.shadow,
+                    rehold_after=args.rehold_after)
+    try:
+        with interrupt.stopping_gracefully():
+            summary = driver.run(poll=args.poll, once=args.once)
+    finally:
+        driver.close()
+    print(format_summary(summary))
+    return interrupt.exit_code(interrupt.received) if interrupt.received is not None else 0
+
+
+def _live_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """The dispatcher, the predictor and the commands of a live run, checked before any round."""
+    from .dispatchers.base import make_dispatcher
+    from .predictors import resolve_predictor
+    from .slurm.commands import SlurmCommands
+
+    if args.predictor == "real":
+        raise CpdispatchError("--predictor real needs run times known in advance, which a live cluster does "
+                              "not have; use walltime, last2, tsafrir, ...")
+    if args.poll <= 0:
+        raise CpdispatchError(f"--poll {args.poll}: must be > 0 seconds")
+    return (make_dispatcher(args.dispatcher, _options(args.option)), resolve_predictor(args.predictor),
+            SlurmCommands(args.conf))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cpdispatch", description=DESCRIPTION, epilog="Usage, formats and presets: README.md of cpdispatch.",
@@ -468,6 +497,26 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--dir", default=None, help="the cluster's folder (start; default: a new temporary one)")
     s.add_argument("--conf", default=None, help="the slurm.conf of the cluster to stop (default: $SLURM_CONF)")
     s.set_defaults(func=cmd_local_cluster)
+    s = _parser(ssub, "dispatch", "drive a real Slurm cluster with a dispatcher: held jobs are pinned to the "
+                                  "chosen nodes and released (see README, Running on a real Slurm cluster)")
+    _add_live(s)
+    s.add_argument("--shadow", action="store_true", help="decide and log, but send no command to Slurm")
+    s.add_argument("--once", action="store_true", help="one round, then exit")
+    s.set_defaults(func=cmd_slurm_dispatch)
+
+
+def _add_live(s: Any) -> None:
+    """Options of the commands that run the live driver."""
+    s.add_argument("--dispatcher", default="pcp20", help="dispatcher name (cpdispatch dispatchers)")
+    s.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="dispatcher option (repeatable)")
+    s.add_argument("--predictor", default="walltime", help="duration predictor (not real: run times are unknown)")
+    s.add_argument("--poll", type=float, default=1.0, help="seconds between rounds (Slurm acts once a second)")
+    s.add_argument("--state-dir", default="cpdispatch-slurm-state",
+                   help="folder of the journal (decisions, commands, results) and of finished jobs' run times")
+    s.add_argument("--rehold-after", type=float, default=3.0, metavar="SECONDS",
+                   help="hold again a released job not running after this long (it returns to the queue)")
+    s.add_argument("--conf", default=None, help="the cluster's slurm.conf (default: $SLURM_CONF or Slurm's own)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

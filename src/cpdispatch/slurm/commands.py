@@ -1,0 +1,86 @@
+"""The Slurm commands the driver reads and acts with, through the CLI (22.05 has `--json` for
+squeue and sinfo only; slurmrestd cannot pin jobs to nodes and PySlurm has no 22.05 release)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CpdispatchError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one command did: exit status, its output, and how long it took."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class SlurmCommands:
+    """Runs Slurm's client commands against the cluster `conf` names (default: $SLURM_CONF)."""
+
+    def __init__(self, conf: str | None = None, timeout: float = 30.0) -> None:
+        self.env = dict(os.environ)
+        if conf:
+            self.env["SLURM_CONF"] = conf
+        self.timeout = timeout
+
+    def run(self, *argv: str) -> Outcome:
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run(argv, env=self.env, capture_output=True, text=True, check=False,
+                                  timeout=self.timeout)
+        except FileNotFoundError:
+            raise CpdispatchError(f"{argv[0]}: not found; is the Slurm client installed?") from None
+        except subprocess.TimeoutExpired:
+            return Outcome(argv, 124, "", f"no answer in {self.timeout:g} s", time.perf_counter() - t0)
+        return Outcome(argv, done.returncode, done.stdout, done.stderr.strip(), time.perf_counter() - t0)
+
+    def _json(self, *argv: str) -> dict[str, Any]:
+        out = self.run(*argv)
+        if not out.ok:
+            raise CpdispatchError(f"{' '.join(argv)} failed (exit {out.returncode}): {out.stderr[-300:]}")
+        try:
+            data: dict[str, Any] = json.loads(out.stdout)
+        except json.JSONDecodeError as exc:
+            raise CpdispatchError(f"{' '.join(argv)}: output is not JSON ({exc})") from None
+        return data
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Every job Slurm still shows (finished ones for MinJobAge seconds)."""
+        return list(self._json("squeue", "--json")["jobs"])
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return list(self._json("sinfo", "--json")["nodes"])
+
+    def partitions(self) -> list[dict[str, str]]:
+        """`scontrol -o show partition`, one dict of KEY=VALUE per partition."""
+        out = self.run("scontrol", "-o", "show", "partition")
+        if not out.ok:
+            raise CpdispatchError(f"scontrol show partition failed (exit {out.returncode}): {out.stderr[-300:]}")
+        return [dict(kv.split("=", 1) for kv in line.split() if "=" in kv) for line in out.stdout.splitlines()
+                if line.strip()]
+
+    def pin(self, job_id: str, nodes: list[str], comment: str) -> Outcome:
+        """Require exactly these nodes (the complete set: Slurm adds nodes of its own choice to
+        an incomplete one) and tag the decision where only root can write."""
+        return self.run("scontrol", "update", f"JobId={job_id}", f"NodeList={','.join(nodes)}",
+                        f"AdminComment={comment}")
+
+    def release(self, job_ids: list[str]) -> Outcome:
+        return self.run("scontrol", "release", ",".join(job_ids))
+
+    def hold(self, job_ids: list[str]) -> Outcome:
+        return self.run("scontrol", "hold", ",".join(job_ids))

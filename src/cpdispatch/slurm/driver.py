@@ -1,0 +1,376 @@
+"""The live loop: read Slurm, build the snapshot the simulator would build, call the same
+dispatcher, and apply its starts by pinning each job to its complete node list and releasing
+the batch. Slurm holds the state, so the driver can be killed at any moment: a new one rebuilds
+everything from `squeue`/`sinfo` (held = undecided, released and pinned but not started =
+committed, running) and from the journal of finished jobs' run times.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .. import interrupt
+from ..dispatchers.base import Dispatcher
+from ..job import Job
+from ..predictors.base import Predictor
+from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
+from ..system import System, units_fitting
+from .commands import SlurmCommands
+from .intents import Journal, job_from_record, job_record, read_journal
+from .state import STUCK_REASONS, TAG, Node, Request, SlurmJob, build_system, read_jobs, read_node, up_partitions
+
+
+@dataclass
+class RoundFigures:
+    """One round: what it saw and did, and where its time went (seconds)."""
+
+    round: int
+    time: int
+    read_s: float = 0.0
+    decide_s: float = 0.0
+    apply_s: float = 0.0
+    queued: int = 0
+    running: int = 0
+    committed: int = 0
+    starts: list[str] = field(default_factory=list)
+    reheld: list[str] = field(default_factory=list)
+    adjusted: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return self.read_s + self.decide_s + self.apply_s
+
+    def line(self) -> str:
+        acts = [f"{k} {len(v)}" for k, v in (("started", self.starts), ("re-held", self.reheld),
+                                              ("adjusted", self.adjusted), ("refused", self.refused),
+                                              ("failed", self.failed)) if v]
+        return (f"round {self.round}: queued {self.queued}, running {self.running}, committed {self.committed}"
+                f"{'; ' + ', '.join(acts) if acts else ''}; read {self.read_s * 1e3:.0f} ms, decide "
+                f"{self.decide_s * 1e3:.0f} ms, apply {self.apply_s * 1e3:.0f} ms")
+
+
+def _pinned_at(job: SlurmJob) -> float:
+    """When a driver pinned the job (the time in its tag; 0 if unreadable: re-held at once)."""
+    try:
+        return float(job.admin_comment.removeprefix(TAG).split(":")[1])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: np.ndarray, cap: np.ndarray,
+          allowed: np.ndarray) -> tuple[list[int] | None, str]:
+    """The dispatcher's nodes (one per unit) if Slurm can honour them now; else the nearest
+    valid placement (its nodes first, then the others in order) with why it moved, or None."""
+    def fits(node: int, count: int) -> bool:
+        if not allowed[node] or (request.distinct and count > 1):
+            return False
+        if request.exclusive and (free[node] != cap[node]).any():
+            return False
+        return bool((free[node] >= np.asarray(req) * count).all())
+
+    counts: dict[int, int] = {}
+    for n in nodes:
+        counts[n] = counts.get(n, 0) + 1
+    valid_index = all(0 <= n < len(free) for n in counts)
+    if valid_index and len(nodes) == request.units and all(fits(n, c) for n, c in counts.items()):
+        return list(nodes), ""
+    why = ("units share a node but Slurm gives each listed node its own part" if request.distinct and
+           any(c > 1 for c in counts.values()) else "the chosen nodes cannot hold it now")
+    order = list(dict.fromkeys(n for n in nodes if 0 <= n < len(free)))
+    order += [n for n in range(len(free)) if n not in counts]
+    placed: list[int] = []
+    for n in order:
+        if len(placed) == request.units:
+            break
+        if not fits(n, 1):
+            continue
+        k = 1 if request.distinct else int(units_fitting(free[n:n + 1], req)[0])
+        placed += [n] * min(k, request.units - len(placed))
+    return (placed, why) if len(placed) == request.units else (None, why)
+
+
+class Driver:
+    """Drives the cluster `commands` talks to with `dispatcher` and `predictor`."""
+
+    def __init__(self, dispatcher: Dispatcher, predictor: Predictor, commands: SlurmCommands, state_dir: Path, *,
+                 shadow: bool = False, rehold_after: float = 3.0, default_walltime: int = 3600,
+                 log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+        self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
+        self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
+        self.clock, self.log = clock, log
+        self.journal = Journal(state_dir / "journal.jsonl")
+        self.finished_log = Journal(state_dir / "finished.jsonl")
+        self.rounds: list[RoundFigures] = []
+        self.predicted: dict[str, int] = {}
+        self.released: dict[str, float] = {}  # job -> when this driver released it
+        self.reported: set[str] = set()  # jobs already reported as never placeable
+        self.seen: dict[str, SlurmJob] = {}  # every job this driver saw (replay reads it)
+        self.system: System | None = None
+        self.observed: set[tuple[str, int]] = set()
+        for rec in read_journal(state_dir / "finished.jsonl"):  # learn again what was learnt
+            job, runtime, end = job_from_record(rec)
+            self.observed.add((job.id, job.submit))
+            self.predictor.observe(job, runtime, end)
+        self.journal.write("start", dispatcher=dispatcher.name, predictor=predictor.name, shadow=shadow,
+                           learnt=len(self.observed))
+
+    def say(self, text: str) -> None:
+        print(text, file=self.log, flush=True)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _system(self, nodes: list[Node]) -> System:
+        sys_ = build_system(nodes, "slurm")
+        old = self.system
+        if old is None or old.node_names != sys_.node_names or old.types != sys_.types or \
+                not np.array_equal(old.capacity, sys_.capacity):
+            self.system = sys_
+            self.say(f"cluster: {sys_.describe().splitlines()[0]}")
+        assert self.system is not None
+        return self.system
+
+    def _learn(self, jobs: list[SlurmJob], types: tuple[str, ...]) -> None:
+        """Finished jobs' real run times go to the predictor, once each, in order of end."""
+        done = [j for j in jobs if j.kind == "finished" and j.nodes and j.start > 0 and j.end >= j.start
+                and (j.id, j.submit) not in self.observed]  # (a job cancelled while queued never ran)
+        for j in sorted(done, key=lambda j: (j.end, j.id)):
+            job = j.job(types, self.default_walltime)
+            self.finished_log.write("finished", **job_record(job, j.end - j.start, j.end), state=j.state,
+                                    nodes=list(j.nodes))
+            self.observed.add((j.id, j.submit))
+            self.predictor.observe(job, j.end - j.start, j.end)
+            self.predicted.pop(j.id, None)
+
+    def _predict(self, job: Job, now: int) -> int:
+        if job.id not in self.predicted:
+            self.predicted[job.id] = max(0, int(self.predictor.predict(job, now)))
+        return self.predicted[job.id]
+
+    # -- one round -----------------------------------------------------------------------------
+
+    def round(self) -> RoundFigures:
+        t0 = time.perf_counter()
+        raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
+        now_f = self.clock()
+        now = int(now_f)
+        fig = RoundFigures(len(self.rounds) + 1, now)
+        partitions = up_partitions(parts)
+        nodes = [read_node(n, set(partitions)) for n in raw_nodes]
+        system = self._system([n for n in nodes if not n.unusable])
+        index = {name: i for i, name in enumerate(system.node_names)}
+        jobs = read_jobs(raw_jobs)
+        for j in jobs:
+            self.seen[j.id] = j
+        self._learn(jobs, system.types)
+        committed = [j for j in jobs if j.kind == "committed"]
+        stuck = [j for j in committed if any(j.reason.startswith(r) for r in STUCK_REASONS)
+                 or now_f - self.released.get(j.id, _pinned_at(j)) > self.rehold_after]
+        if stuck:  # their capacity stays taken this round: one may have started since the read
+            fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
+        snapshot, requests = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
+        fig.read_s = time.perf_counter() - t0
+        fig.queued, fig.running, fig.committed = len(snapshot.queued), len(snapshot.running), len(committed)
+        t1 = time.perf_counter()
+        decision = self.dispatcher.decide(snapshot) if snapshot.queued else None
+        fig.decide_s = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
+            self._apply(fig, snapshot, requests, decision.starts, decision.status, partitions, index)
+        fig.apply_s = time.perf_counter() - t2
+        self.journal.write("round", round=fig.round, now=now, queued=fig.queued, running=fig.running,
+                           committed=fig.committed, read_s=round(fig.read_s, 4), decide_s=round(fig.decide_s, 4),
+                           apply_s=round(fig.apply_s, 4), starts=fig.starts, reheld=fig.reheld)
+        self.rounds.append(fig)
+        if fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted:
+            self.say(fig.line())
+        return fig
+
+    def _hold(self, ids: list[str], reasons: list[str]) -> list[str]:
+        """Take back released jobs that did not start (their nodes are not free, or Slurm says
+        they cannot run there): they return to the queue, held."""
+        self.journal.write("rehold", jobs=ids, reasons=reasons, shadow=self.shadow)
+        if self.shadow:
+            return []
+        out = self.commands.hold(ids)
+        self.journal.write("result", command="hold", jobs=ids, rc=out.returncode, stderr=out.stderr[-300:])
+        for i in ids:
+            self.released.pop(i, None)
+        return ids if out.ok else []
+
+    def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
+                  committed: list[SlurmJob], partitions: dict[str, list[str]]
+                  ) -> tuple[Snapshot, dict[str, Request]]:
+        """What the simulator would show the dispatcher now. Capacity that Slurm's counters do not
+        yet include (released, not started) is taken off the free amounts and shown as running."""
+        types = system.types
+        usable = [n for n in nodes if not n.unusable]
+        free = system.capacity - np.array([[n.used.get(t, 0) for t in types] for n in usable],
+                                          dtype=np.int64).reshape(system.capacity.shape)
+        running: list[RunningJob] = []
+        for j in jobs:
+            if j.kind != "running":
+                continue
+            on = sorted(index[n] for n in j.nodes if n in index)
+            if not on:
+                continue
+            hull = tuple(max(j.usage.get(system.node_names[i], {}).get(t, 0) for i in on) for t in types)
+            job = Job(id=j.id, submit=j.submit, units=len(on), req=hull, walltime=j.time_limit_s,
+                      runtime=j.time_limit_s or self.default_walltime, user=j.user, name=j.name)
+            pred = self._predict(j.job(types, self.default_walltime), now)
+            if self.predictor.corrects_running and j.start + pred <= now:
+                pred = self.predicted[j.id] = int(self.predictor.extend(job, now - j.start, pred))
+            running.append(RunningJob(job, j.start, pred, Allocation(tuple(on), (1,) * len(on))))
+        for j in committed:  # laid out in blocks over its nodes, as Slurm will
+            req = j.request.req(types)
+            left, on, counts = j.request.units, [], []
+            for n in (index[x] for x in j.required if x in index):
+                k = 1 if j.request.distinct else max(1, min(left, int(units_fitting(free[n:n + 1], req)[0])))
+                k = min(k, left)
+                if k:
+                    free[n] -= np.asarray(req) * k
+                    on.append(n)
+                    counts.append(k)
+                    left -= k
+            if on:
+                pairs = sorted(zip(on, counts))
+                running.append(RunningJob(j.job(types, self.default_walltime), now,
+                                          self._predict(j.job(types, self.default_walltime), now),
+                                          Allocation(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))))
+        np.clip(free, 0, None, out=free)
+        free.setflags(write=False)
+        queued, requests = [], {}
+        for j in sorted((j for j in jobs if j.kind in ("held", "blocked")), key=lambda j: (j.submit, j.id)):
+            job = j.job(types, self.default_walltime)
+            why = self._never(j, job, system, partitions)
+            if why:
+                if j.id not in self.reported:
+                    self.reported.add(j.id)
+                    self.say(f"job {j.id} stays held: {why}")
+                    self.journal.write("unplaceable", job=j.id, reason=why)
+                continue
+            queued.append(QueuedJob(job, self._predict(job, now)))
+            requests[j.id] = j.request
+        return Snapshot(now, system, tuple(queued), tuple(running), free), requests
+
+    @staticmethod
+    def _never(j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
+        if j.kind == "blocked":
+            return f"dependency not met ({j.dependency})"
+        if j.partition not in partitions:
+            return f"partition {j.partition} is not UP"
+        fit = system.max_units(job.req)
+        if fit < job.units:
+            return system.unfit_reason(job.units, job.req, fit)
+        return ""
+
+    def _apply(self, fig: RoundFigures, snapshot: Snapshot, requests: dict[str, Request], starts: Any,
+               status: str, partitions: dict[str, list[str]], index: dict[str, int]) -> None:
+        """Check each start against the free amounts (after the starts before it), pin the good
+        ones and release them in one command."""
+        system = snapshot.system
+        free = snapshot.free.copy()
+        queued = {q.job.id: q.job for q in snapshot.queued}
+        pinned: list[tuple[str, list[str]]] = []
+        for s in starts:
+            job = queued.pop(s.job_id, None)
+            if job is None:
+                fig.refused.append(s.job_id)
+                self.journal.write("refused", job=s.job_id, reason="not a held job of this round")
+                continue
+            request = requests[s.job_id]
+            allowed = np.zeros(system.n_nodes, dtype=bool)
+            allowed[[index[n] for n in partitions.get(job.queue, []) if n in index]] = True
+            units, why = place(tuple(s.nodes), request, job.req, free, system.capacity, allowed)
+            if units is None:
+                fig.refused.append(job.id)
+                self.journal.write("refused", job=job.id, nodes=list(s.nodes), reason=why)
+                self.say(f"job {job.id}: not started, {why}")
+                continue
+            if why:
+                fig.adjusted.append(job.id)
+                self.journal.write("adjusted", job=job.id, chosen=[system.node_names[n] for n in s.nodes],
+                                   nodes=[system.node_names[n] for n in units], reason=why)
+            alloc = Allocation.of_units(units)
+            free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(job.req)
+            pinned.append((job.id, [system.node_names[n] for n in alloc.nodes]))
+        self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
+                           starts=[{"job": i, "nodes": n} for i, n in pinned])
+        if self.shadow:
+            fig.starts = [i for i, _ in pinned]
+            return
+        ok = []
+        for job_id, names in pinned:
+            comment = f"{TAG}{self.dispatcher.name}:{fig.time}:{fig.round}"
+            self.journal.write("pin", job=job_id, nodes=names, comment=comment)
+            out = self.commands.pin(job_id, names, comment)
+            self.journal.write("result", command="pin", job=job_id, rc=out.returncode, stderr=out.stderr[-300:])
+            if out.ok:
+                ok.append(job_id)
+            else:
+                fig.failed.append(job_id)
+                self.say(f"job {job_id}: pin to {','.join(names)} failed: {out.stderr[-200:]}")
+        if ok:
+            self.journal.write("release", jobs=ok)
+            out = self.commands.release(ok)
+            self.journal.write("result", command="release", jobs=ok, rc=out.returncode, stderr=out.stderr[-300:])
+            if not out.ok:
+                self.say(f"release of {len(ok)} jobs: exit {out.returncode}: {out.stderr[-200:]}")
+            released_at = self.clock()
+            for job_id in ok:
+                self.released[job_id] = released_at
+        fig.starts = ok
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, poll: float = 1.0, once: bool = False, until: Callable[[], bool] | None = None) -> dict[str, Any]:
+        """Rounds every `poll` seconds until a signal (or `until()` says stop, or after one round
+        with `once`); returns the summary."""
+        while True:
+            t0 = time.monotonic()
+            self.round()
+            if once or interrupt.received is not None or (until is not None and until()):
+                break
+            while time.monotonic() - t0 < poll and interrupt.received is None:
+                time.sleep(min(0.05, poll))
+            if interrupt.received is not None:
+                break
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        def stats(values: list[float]) -> dict[str, float]:
+            a = np.asarray(values or [0.0]) * 1e3
+            return {"mean_ms": round(float(a.mean()), 2), "p50_ms": round(float(np.percentile(a, 50)), 2),
+                    "p99_ms": round(float(np.percentile(a, 99)), 2), "max_ms": round(float(a.max()), 2)}
+
+        r = self.rounds
+        out = {"rounds": len(r), "started": sum(len(x.starts) for x in r), "reheld": sum(len(x.reheld) for x in r),
+               "adjusted": sum(len(x.adjusted) for x in r), "refused": sum(len(x.refused) for x in r),
+               "failed": sum(len(x.failed) for x in r), "shadow": self.shadow,
+               "read": stats([x.read_s for x in r]), "decide": stats([x.decide_s for x in r]),
+               "apply": stats([x.apply_s for x in r]), "round": stats([x.total_s for x in r])}
+        self.journal.write("summary", **out)
+        return out
+
+    def close(self) -> None:
+        self.journal.close()
+        self.finished_log.close()
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """The summary printed on exit."""
+    lines = [f"{s['rounds']} rounds{' (shadow: no command sent)' if s['shadow'] else ''}: {s['started']} jobs "
+             f"started, {s['reheld']} re-held, {s['adjusted']} moved, {s['refused']} refused, {s['failed']} failed "
+             "commands", f"{'ms per round':<14}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
+    for part in ("read", "decide", "apply", "round"):
+        st = s[part]
+        lines.append(f"{part:<14}{st['mean_ms']:>9.1f}{st['p50_ms']:>9.1f}{st['p99_ms']:>9.1f}{st['max_ms']:>9.1f}")
+    return "\n".join(lines)

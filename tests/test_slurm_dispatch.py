@@ -1,0 +1,228 @@
+"""`cpdispatch slurm dispatch` on a real local Slurm cluster (4 nodes, 2 with GPUs): jobs run on
+exactly the nodes decided, a killed driver loses nothing and starts nothing twice, shadow mode
+sends no command; and the pieces (hostlists, requests, placement checks) on their own."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cpdispatch as cpd
+from cpdispatch.job import Job
+from cpdispatch.system import NodeGroup, System
+from cpdispatch.slurm.hostlist import expand
+from cpdispatch.slurm.intents import read_journal
+from cpdispatch.slurm.driver import place
+from cpdispatch.slurm.state import Request, parse_gres, read_request
+
+from .slurm_helpers import completions, jobs, run, running_cluster, wait_for
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[dict[str, str]]:
+    with running_cluster(4, 2) as env:
+        yield env
+
+
+# -- pieces ------------------------------------------------------------------------------------
+
+
+def test_hostlists_expand() -> None:
+    assert expand("n[1-3,7],m05") == ["n1", "n2", "n3", "n7", "m05"]
+    assert expand("gpu[08-10]") == ["gpu08", "gpu09", "gpu10"]
+    assert expand("r[1-2]c[1-2]") == ["r1c1", "r1c2", "r2c1", "r2c2"]
+    assert expand("") == [] and expand("(null)") == []
+
+
+def test_gres_strings() -> None:
+    assert parse_gres("gpu:2") == {"gpu": 2}
+    assert parse_gres("gpu:a100:1(IDX:0,2),gres:mic:1") == {"gpu": 1, "mic": 1}
+    assert parse_gres("gres:gpu:2") == {"gpu": 2} and parse_gres("") == {} and parse_gres(None) == {}
+
+
+def test_requests_become_units() -> None:
+    base = {"memory_per_cpu": 100, "memory_per_node": None, "tres_per_node": "", "tres_per_job": "", "shared": None}
+    r = read_request({**base, "node_count": 2, "cpus": 4, "tasks": 2, "minimum_cpus_per_node": 2,
+                      "tres_per_node": "gres:gpu:1"})
+    assert r == Request(2, {"core": 2, "mem": 200, "gpu": 1}, True, False)  # -N 2: one unit per node
+    r = read_request({**base, "node_count": 1, "cpus": 6, "tasks": 6, "max_nodes": 0})
+    assert r == Request(6, {"core": 1, "mem": 100}, False, False)  # -n 6: tasks placed freely
+    r = read_request({**base, "node_count": 1, "cpus": 1, "tasks": 1, "tres_per_job": "gres:gpu:3",
+                      "memory_per_cpu": None, "memory_per_node": 500, "shared": "none"})
+    assert r == Request(1, {"core": 1, "mem": 500, "gpu": 3}, False, True)
+
+
+def test_placement_checked_and_repaired() -> None:
+    cap = np.array([[8, 800, 2], [8, 800, 2], [4, 400, 0]], dtype=np.int64)
+    free = cap.copy()
+    free[1] = [1, 100, 0]
+    allowed = np.ones(3, dtype=bool)
+    distinct = Request(2, {"core": 2, "mem": 200, "gpu": 1}, True, False)
+    req = distinct.req(("core", "mem", "gpu"))
+    assert place((0, 0), distinct, req, free, cap, allowed) == (None, "units share a node but Slurm gives each "
+                                                                     "listed node its own part")  # n2 full, n3 no GPU
+    free[1] = cap[1]
+    nodes, why = place((0, 0), distinct, req, free, cap, allowed)
+    assert nodes == [0, 1] and "share a node" in why
+    assert place((0, 1), distinct, req, free, cap, allowed) == ([0, 1], "")
+    tasks = Request(6, {"core": 1, "mem": 100}, False, False)
+    nodes, why = place((2,) * 6, tasks, (1, 100, 0), free, cap, allowed)  # 4 fit on n3: the rest go first-fit
+    assert sorted(nodes) == [0, 0, 2, 2, 2, 2] and why == "the chosen nodes cannot hold it now"
+    allowed[:] = [False, False, True]  # its partition: n3 only
+    assert place((0,), Request(1, {"core": 1}, False, False), (1, 0, 0), free, cap, allowed)[0] == [2]
+    exclusive = Request(1, {"core": 1}, False, True)
+    free[2, 0] = 3
+    assert place((2,), exclusive, (1, 0, 0), free, cap, allowed)[0] is None  # n3 is not idle
+
+
+# -- on the real cluster ---------------------------------------------------------------------------
+
+
+def _submit(env: dict[str, str], out: Path, n: int, sleep: int) -> dict[str, list[str]]:
+    """`n` jobs: 1-2 CPUs, every 5th a GPU job, every 7th a 2-node job, every 9th 6 tasks. Each
+    writes where it ran, from inside."""
+    out.mkdir(parents=True, exist_ok=True)
+    kinds: dict[str, list[str]] = {}
+    for i in range(n):
+        args = ["-c", str(1 + i % 2)]
+        if i % 7 == 3:
+            args = ["-N", "2", "-c", "2"]
+        elif i % 9 == 4:
+            args = ["-n", "6"]
+        if i % 5 == 0:
+            args += ["--gres=gpu:1"]
+        script = f'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST $CUDA_VISIBLE_DEVICES" > {out}/$SLURM_JOB_ID.out; sleep {sleep}'
+        done = run(env, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args, "--wrap", script)
+        assert done.returncode == 0, done.stderr
+        kinds[done.stdout.strip()] = args
+    return kinds
+
+
+def _sim_job(job_id: str, args: list[str], sleep: int) -> Job:
+    """The job `_submit` made, as the simulator sees it (100 MB per CPU, Slurm's DefMemPerCPU)."""
+    gpu = int("--gres=gpu:1" in args)
+    if "-N" in args:
+        return Job(job_id, 0, 2, (2, 200, gpu), 60, sleep)
+    if "-n" in args:
+        return Job(job_id, 0, 6, (1, 100, 0), 60, sleep)
+    cpus = int(args[args.index("-c") + 1])
+    return Job(job_id, 0, 1, (cpus, 100 * cpus, gpu), 60, sleep)
+
+
+def _driver(env: dict[str, str], state: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--state-dir", str(state),
+                             "--poll", "0.5", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _pins(state: Path) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for rec in read_journal(state / "journal.jsonl"):
+        if rec["kind"] == "pin":
+            out.setdefault(rec["job"], []).append(rec["nodes"])
+    return out
+
+
+def _finished(env: dict[str, str], ids: set[str]) -> bool:
+    return sum(1 for c in completions(env) if c["JobId"] in ids) >= len(ids)
+
+
+def _check_ran_where_pinned(env: dict[str, str], ids: set[str], state: Path, out: Path) -> list[dict[str, str]]:
+    """Each job completed exactly once, on the nodes of its last pin (by Slurm's completion log
+    and from inside the job)."""
+    done = [c for c in completions(env) if c["JobId"] in ids]
+    assert sorted(c["JobId"] for c in done) == sorted(ids)  # each exactly once
+    assert {c["JobState"] for c in done} == {"COMPLETED"}
+    pins = _pins(state)
+    for c in done:
+        assert sorted(c["nodes"]) == sorted(pins[c["JobId"]][-1]), c
+        inside = (out / f"{c['JobId']}.out").read_text().split()
+        assert sorted(expand(inside[1])) == sorted(c["nodes"])
+    return done
+
+
+def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], tmp_path: Path) -> None:
+    out, state = Path(cluster["SLURM_CONF"]).parent.parent / "fifty", tmp_path / "state"
+    kinds = _submit(cluster, out, 50, 2)
+    ids = set(kinds)
+    t0 = time.time()
+    driver = _driver(cluster, state, "--dispatcher", "pcp20", "--predictor", "last2")
+    try:
+        wait_for(lambda: _finished(cluster, ids), 180, "50 jobs completed")
+    finally:
+        driver.send_signal(signal.SIGTERM)
+        stdout, stderr = driver.communicate(timeout=30)
+    live = time.time() - t0
+    assert driver.returncode == 143, stderr
+    assert "50 jobs started" in stdout and "ms per round" in stdout
+    done = _check_ran_where_pinned(cluster, ids, state, out)
+    for c in done:
+        inside = (out / f"{c['JobId']}.out").read_text().split()
+        assert ("--gres=gpu:1" in kinds[c["JobId"]]) == (len(inside) == 3)  # GPU jobs see their GPU
+        if "-N" in kinds[c["JobId"]]:
+            assert len(c["nodes"]) == 2
+    # the simulator's makespan for the same jobs, dispatcher and predictor
+    system = System.build("local", [NodeGroup("g", 2, {"core": 8, "mem": 8000, "gpu": 2}),
+                                    NodeGroup("c", 2, {"core": 4, "mem": 4000, "gpu": 0})])
+    sim = cpd.simulate(system, [_sim_job(i, kinds[i], 2) for i in sorted(kinds, key=int)], "pcp20", "last2")
+    makespan = sim.summary["makespan"]
+    print(f"live {live:.1f} s, simulated makespan {makespan} s")
+    assert live < 2 * makespan + 15  # Slurm starts released jobs on its 1-second ticks
+
+
+def test_killed_driver_loses_nothing_and_starts_nothing_twice(cluster: dict[str, str], tmp_path: Path) -> None:
+    out, state = Path(cluster["SLURM_CONF"]).parent.parent / "killed", tmp_path / "state"
+    ids = set(_submit(cluster, out, 30, 3))
+    first = _driver(cluster, state, "--dispatcher", "easy")
+    wait_for(lambda: sum(1 for j in jobs(cluster) if str(j["job_id"]) in ids and j["job_state"] == "RUNNING") >= 3,
+             60, "a few jobs running")
+    first.kill()  # SIGKILL: nothing of the driver survives but Slurm's state and the journal
+    first.communicate()
+    held = [j for j in jobs(cluster) if str(j["job_id"]) in ids and j["priority"] == 0]
+    assert held, "the kill came after every job was decided"
+    time.sleep(2)
+    assert all(j["priority"] == 0 for j in jobs(cluster) if str(j["job_id"]) in {str(h["job_id"]) for h in held})
+    second = _driver(cluster, state, "--dispatcher", "easy")
+    try:
+        wait_for(lambda: _finished(cluster, ids), 180, "30 jobs completed")
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.communicate(timeout=30)
+    assert second.returncode == 130
+    _check_ran_where_pinned(cluster, ids, state, out)
+    starts = [r for r in read_journal(state / "journal.jsonl") if r["kind"] == "start"]
+    assert len(starts) == 2  # both drivers wrote to the same journal
+
+
+def test_shadow_sends_no_command(cluster: dict[str, str], tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    ids = set(_submit(cluster, tmp_path / "out", 5, 1))
+    code = subprocess.run([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--shadow", "--once",
+                           "--dispatcher", "fifo", "--state-dir", str(state)], env=cluster, capture_output=True,
+                          text=True, check=False)
+    assert code.returncode == 0, code.stderr
+    assert "shadow: no command sent" in code.stdout
+    time.sleep(1.5)
+    mine = [j for j in jobs(cluster) if str(j["job_id"]) in ids]
+    assert all(j["job_state"] == "PENDING" and j["priority"] == 0 and not j["required_nodes"] for j in mine)
+    records = list(read_journal(state / "journal.jsonl"))
+    decision = next(r for r in records if r["kind"] == "decision")
+    assert decision["shadow"] and {s["job"] for s in decision["starts"]} == ids
+    assert not [r for r in records if r["kind"] in ("pin", "release", "result")]
+    run(cluster, "scancel", *ids)
+
+
+def test_live_options_are_checked(tmp_path: Path) -> None:
+    from .test_cli import cli
+
+    code, _, err = cli("slurm", "dispatch", "--predictor", "real", "--state-dir", str(tmp_path))
+    assert code == 2 and "run times known in advance" in err
+    code, _, err = cli("slurm", "dispatch", "--dispatcher", "nope", "--state-dir", str(tmp_path))
+    assert code == 2 and "nope" in err
