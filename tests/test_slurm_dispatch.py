@@ -16,11 +16,11 @@ import pytest
 
 import cpdispatch as cpd
 from cpdispatch.job import Job
-from cpdispatch.system import NodeGroup, System
+from cpdispatch.slurm.driver import place
 from cpdispatch.slurm.hostlist import expand
 from cpdispatch.slurm.intents import read_journal
-from cpdispatch.slurm.driver import place
 from cpdispatch.slurm.state import Request, parse_gres, read_request
+from cpdispatch.system import NodeGroup, System
 
 from .slurm_helpers import completions, jobs, run, running_cluster, wait_for
 
@@ -74,7 +74,7 @@ def test_placement_checked_and_repaired() -> None:
     assert place((0, 1), distinct, req, free, cap, allowed) == ([0, 1], "")
     tasks = Request(6, {"core": 1, "mem": 100}, False, False)
     nodes, why = place((2,) * 6, tasks, (1, 100, 0), free, cap, allowed)  # 4 fit on n3: the rest go first-fit
-    assert sorted(nodes) == [0, 0, 2, 2, 2, 2] and why == "the chosen nodes cannot hold it now"
+    assert nodes is not None and sorted(nodes) == [0, 0, 2, 2, 2, 2] and why == "the chosen nodes cannot hold it now"
     allowed[:] = [False, False, True]  # its partition: n3 only
     assert place((0,), Request(1, {"core": 1}, False, False), (1, 0, 0), free, cap, allowed)[0] == [2]
     exclusive = Request(1, {"core": 1}, False, True)
@@ -98,7 +98,8 @@ def _submit(env: dict[str, str], out: Path, n: int, sleep: int) -> dict[str, lis
             args = ["-n", "6"]
         if i % 5 == 0:
             args += ["--gres=gpu:1"]
-        script = f'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST $CUDA_VISIBLE_DEVICES" > {out}/$SLURM_JOB_ID.out; sleep {sleep}'
+        where = '"$SLURM_JOB_ID $SLURM_JOB_NODELIST $CUDA_VISIBLE_DEVICES"'
+        script = f"echo {where} > {out}/$SLURM_JOB_ID.out; sleep {sleep}"
         done = run(env, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args, "--wrap", script)
         assert done.returncode == 0, done.stderr
         kinds[done.stdout.strip()] = args

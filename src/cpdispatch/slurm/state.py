@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -168,9 +168,10 @@ class SlurmJob:
         """The cpdispatch job (its run time is unknown: the walltime stands in, never shown to a
         dispatcher)."""
         wall = self.time_limit_s
+        default = None if wall is not None else default_walltime
         return Job(id=self.id, submit=self.submit, units=self.request.units, req=self.request.req(types),
-                   walltime=wall, runtime=wall if wall is not None else default_walltime, user=self.user,
-                   name=self.name, queue=self.partition, default_walltime=None if wall is not None else default_walltime)
+                   walltime=wall, runtime=wall or default_walltime, user=self.user, name=self.name,
+                   queue=self.partition, default_walltime=default)
 
 
 def _array_tasks(text: str) -> list[str]:
@@ -206,15 +207,16 @@ def _usage(raw: dict[str, Any], nodes: list[str]) -> dict[str, dict[str, int]]:
 
 
 def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
-    out = []
+    out: list[SlurmJob] = []
     for raw in raw_jobs:
         state = str(raw.get("job_state", ""))
         limit = raw.get("time_limit")
         limit_s = None if limit is None or (isinstance(limit, dict) and not limit.get("set", True)) \
             else _int(limit) * 60
         nodes = tuple(expand(raw.get("nodes")))
-        base = dict(
-            state=state, reason=str(raw.get("state_reason") or ""), priority=_int(raw.get("priority")),
+        one = SlurmJob(
+            id=str(raw["job_id"]), state=state, reason=str(raw.get("state_reason") or ""),
+            priority=_int(raw.get("priority")),
             submit=_int(raw.get("submit_time")), start=_int(raw.get("start_time")), end=_int(raw.get("end_time")),
             time_limit_s=limit_s, user=str(raw.get("user_name") or raw.get("user_id") or ""),
             name=str(raw.get("name") or ""), partition=str(raw.get("partition") or ""),
@@ -223,9 +225,9 @@ def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
             usage=_usage(raw, list(nodes)) if state in ACTIVE else {})
         tasks = str(raw.get("array_task_string") or "")
         if tasks and state == "PENDING":  # a pending array record: each task is dispatched on its own
-            out.extend(SlurmJob(id=f"{raw['array_job_id']}_{t}", **base) for t in _array_tasks(tasks))
+            out.extend(replace(one, id=f"{raw['array_job_id']}_{t}") for t in _array_tasks(tasks))
         else:
-            out.append(SlurmJob(id=str(raw["job_id"]), **base))
+            out.append(one)
     return out
 
 
