@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cpdispatch as cpd
@@ -227,3 +228,50 @@ def test_live_options_are_checked(tmp_path: Path) -> None:
     assert code == 2 and "run times known in advance" in err
     code, _, err = cli("slurm", "dispatch", "--dispatcher", "nope", "--state-dir", str(tmp_path))
     assert code == 2 and "nope" in err
+
+
+def test_replay_of_kth_ends_with_the_comparison(cluster: dict[str, str], workloads_dir: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_cli import cli
+
+    monkeypatch.setenv("SLURM_CONF", cluster["SLURM_CONF"])
+    code, out, err = cli("slurm", "replay", str(workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"), "--time-scale",
+                         "4000", "--limit-jobs", "100", "--dispatcher", "pcp20", "--predictor", "last2",
+                         "--out", str(tmp_path / "replay"), "--state-dir", str(tmp_path / "state"))
+    assert code == 0, err
+    print(out)
+    assert "12 never fit the system" in out  # KTH jobs wider than the cluster's 24 cores
+    for row in ("mean wait (s)", "median wait (s)", "mean bounded slowdown", "makespan (s)", "same nodes"):
+        assert row in out
+    rows = pd.read_csv(tmp_path / "replay" / "comparison.csv")
+    assert f"{len(rows)} jobs compared" in out and len(rows) >= 85
+    assert set(rows["state"]) == {"COMPLETED"} and (rows["live_wait"] >= 0).all() and (rows["sim_wait"] >= 0).all()
+    assert (rows["live_run"] - rows["sleep_s"]).abs().max() <= 2  # each job slept its compressed run time
+
+
+def test_replay_systems_are_checked() -> None:
+    from cpdispatch.errors import CpdispatchError
+    from cpdispatch.slurm.replay import specs_for
+
+    with pytest.raises(CpdispatchError, match="at most 64 slurmd"):
+        specs_for(System.preset("kth-sp2"))
+    with pytest.raises(CpdispatchError, match="core, mem and gpu only"):
+        specs_for(System.preset("eurora"))
+    specs = specs_for(System.build("s", [NodeGroup("g", 2, {"core": 4, "gpu": 1})]))
+    assert [(s.name, s.cpus, s.memory_mb, s.gpus) for s in specs] == [("n1", 4, 400, 1), ("n2", 4, 400, 1)]
+
+
+def test_replay_on_a_cluster_shaped_like_a_system(workloads_dir: Path, tmp_path: Path) -> None:
+    """`--system FILE`: the replay starts its own local cluster with those nodes, and stops it."""
+    from .test_cli import cli
+
+    with running_cluster(1, 0):  # (only to skip where no cluster can run)
+        pass
+    toml = tmp_path / "two.toml"
+    toml.write_text('name = "two"\n[[nodes]]\ngroup = "n"\ncount = 2\nresources = { core = 16, mem = 4000 }\n')
+    code, out, err = cli("slurm", "replay", str(workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"), "--system",
+                         str(toml), "--time-scale", "20000", "--limit-jobs", "15", "--dispatcher", "easy")
+    assert code == 0, err
+    assert "jobs compared" in out and "mean wait (s)" in out
+    left = subprocess.run(["pgrep", "-f", "cpdispatch-replay-"], capture_output=True, text=True, check=False)
+    assert not left.stdout.strip()  # its daemons are gone

@@ -323,6 +323,61 @@ def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     return interrupt.exit_code(interrupt.received) if interrupt.received is not None else 0
 
 
+def cmd_slurm_replay(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    import pandas as pd
+
+    from . import api
+    from .slurm import local_cluster
+    from .slurm import replay as rp
+    from .slurm.commands import SlurmCommands
+    from .slurm.driver import Driver, format_summary
+
+    if args.time_scale <= 0:
+        raise CpdispatchError(f"--time-scale {args.time_scale}: must be > 0")
+    dispatcher, predictor, _ = _live_parts(args)
+    out = check_out_dir(args.out, overwrite=args.overwrite) if args.out else None
+    state_dir = Path(args.state_dir or tempfile.mkdtemp(prefix="cpdispatch-replay-state-"))
+    conf, root = rp.local_or_running(args.system, None)
+    try:
+        commands = SlurmCommands(conf or args.conf)
+        system = rp.cluster_system(commands)
+        jobs = api.read_workload(args.trace, system, limit=args.limit_jobs, skip=args.skip_jobs).jobs
+        fit = [j for j in jobs if system.max_units(j.req) >= j.units]
+        planned = rp.plan(fit, args.time_scale)
+        print(f"replaying {len(planned)} jobs ({len(jobs) - len(fit)} never fit this cluster) over "
+              f"{planned[-1].at if planned else 0:.0f} s of submissions; journal in {state_dir}", file=sys.stderr)
+        driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after)
+        replay = rp.Replay(planned, driver, commands, args.poll)
+        try:
+            with interrupt.stopping_gracefully():
+                replay.run(args.timeout)
+            rounds = driver.summary()
+        finally:
+            driver.close()
+            if interrupt.received is not None:
+                replay.cancel()
+        if interrupt.received is not None:
+            print("cpdispatch: replay interrupted; its jobs were cancelled", file=sys.stderr)
+            return interrupt.exit_code(interrupt.received)
+        fresh, fresh_pred, _ = _live_parts(args)  # the simulator's own, untaught copies
+        simulated = rp.simulate_same(system, replay.simulated_jobs(system.types), fresh, fresh_pred)
+        rows = replay.rows(simulated)
+        totals = rp.compare(rows)
+        print(format_summary(rounds))
+        print(rp.format_comparison(totals, len(jobs) - len(fit), len(planned) - len(replay.ran())))
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out / "comparison.csv", index=False)
+            (out / "comparison.json").write_text(json.dumps(totals, indent=1) + "\n")
+            print(f"per-job comparison in {out}/comparison.csv")
+        return 0
+    finally:
+        if root is not None and conf is not None:
+            local_cluster.stop(conf)
+
+
 def _live_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The dispatcher, the predictor and the commands of a live run, checked before any round."""
     from .dispatchers.base import make_dispatcher
@@ -503,17 +558,33 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--shadow", action="store_true", help="decide and log, but send no command to Slurm")
     s.add_argument("--once", action="store_true", help="one round, then exit")
     s.set_defaults(func=cmd_slurm_dispatch)
+    s = _parser(ssub, "replay", "submit a trace's jobs to Slurm as sleep jobs, time compressed, dispatch them "
+                                "live, and compare the realised schedule with the simulator's")
+    s.add_argument("trace", help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
+    s.add_argument("--system", default="cluster", metavar="SYSTEM_OR_CLUSTER",
+                   help="cluster: the running cluster ($SLURM_CONF); else a preset or TOML file, for which a "
+                        "local cluster is started and stopped (at most 64 nodes)")
+    s.add_argument("--time-scale", type=float, default=1000.0, metavar="X",
+                   help="divide submit times, run times and walltimes by X (walltimes then round up to minutes)")
+    s.add_argument("--limit-jobs", type=int, default=100, help="replay N jobs (after --skip-jobs)")
+    s.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs of the trace (a slice)")
+    s.add_argument("--timeout", type=float, default=3600.0, help="give up after this many seconds")
+    s.add_argument("--out", default=None, help="folder for comparison.csv (per job) and comparison.json")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    _add_live(s, poll=0.5, state_dir=None)
+    s.set_defaults(func=cmd_slurm_replay)
 
 
-def _add_live(s: Any) -> None:
+def _add_live(s: Any, poll: float = 1.0, state_dir: str | None = "cpdispatch-slurm-state") -> None:
     """Options of the commands that run the live driver."""
     s.add_argument("--dispatcher", default="pcp20", help="dispatcher name (cpdispatch dispatchers)")
     s.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="dispatcher option (repeatable)")
     s.add_argument("--predictor", default="walltime", help="duration predictor (not real: run times are unknown)")
-    s.add_argument("--poll", type=float, default=1.0, help="seconds between rounds (Slurm acts once a second)")
-    s.add_argument("--state-dir", default="cpdispatch-slurm-state",
-                   help="folder of the journal (decisions, commands, results) and of finished jobs' run times")
+    s.add_argument("--poll", type=float, default=poll, help="seconds between rounds (Slurm acts once a second)")
+    s.add_argument("--state-dir", default=state_dir,
+                   help="folder of the journal (decisions, commands, results) and of finished jobs' run times "
+                        "(None: a new temporary folder)")
     s.add_argument("--rehold-after", type=float, default=3.0, metavar="SECONDS",
                    help="hold again a released job not running after this long (it returns to the queue)")
     s.add_argument("--conf", default=None, help="the cluster's slurm.conf (default: $SLURM_CONF or Slurm's own)")

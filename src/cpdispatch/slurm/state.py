@@ -2,10 +2,10 @@
 one of the classes the driver acts on. Slurm holds all the state; this module only reads it.
 
 A Slurm job becomes a `Job` of identical units, so that the simulator's dispatchers apply:
+* `-n T` without `-N`, no GRES and memory per CPU: T units of cpus/T cores each, placed freely
+  (Slurm lays the tasks out in blocks over the listed nodes);
 * `-N K` with K > 1: K units, one per node (`distinct`: Slurm gives each listed node work), each
   with the per-node cpus (total / K, rounded up), memory and GRES;
-* `-n T` on any number of nodes, no GRES and memory per CPU: T units of cpus/T cores each, placed
-  freely (Slurm lays the tasks out in blocks over the listed nodes);
 * anything else: one unit with the whole request.
 """
 
@@ -116,15 +116,15 @@ def read_request(raw: dict[str, Any]) -> Request:
     per_cpu, per_node = raw.get("memory_per_cpu"), raw.get("memory_per_node")
     gres_node, gres_job = parse_gres(raw.get("tres_per_node")), parse_gres(raw.get("tres_per_job"))
     exclusive = raw.get("shared") == "none"
+    if tasks > 1 and cpus % tasks == 0 and not gres_node and not gres_job and per_node is None \
+            and _int(raw.get("max_nodes")) == 0:  # no -N: Slurm's node_count is only its minimum
+        unit_cpus = cpus // tasks
+        return Request(tasks, {"core": unit_cpus, "mem": _int(per_cpu) * unit_cpus}, False, exclusive)
     if nodes > 1:
         unit_cpus = max(_int(raw.get("minimum_cpus_per_node"), 1), math.ceil(cpus / nodes))
         mem = _int(per_node) if per_node is not None else _int(per_cpu) * unit_cpus
         gres = {k: max(gres_node.get(k, 0), math.ceil(gres_job.get(k, 0) / nodes)) for k in {*gres_node, *gres_job}}
         return Request(nodes, {"core": unit_cpus, "mem": mem, **gres}, True, exclusive)
-    if tasks > 1 and cpus % tasks == 0 and not gres_node and not gres_job and per_node is None \
-            and _int(raw.get("max_nodes")) != 1:
-        unit_cpus = cpus // tasks
-        return Request(tasks, {"core": unit_cpus, "mem": _int(per_cpu) * unit_cpus}, False, exclusive)
     mem = _int(per_node) if per_node is not None else _int(per_cpu) * cpus
     return Request(1, {"core": cpus, "mem": mem, **{k: max(gres_node.get(k, 0), gres_job.get(k, 0))
                                                      for k in {*gres_node, *gres_job}}}, False, exclusive)

@@ -1,0 +1,216 @@
+"""`cpdispatch slurm replay`: a trace's jobs submitted to a real Slurm as sleep jobs at their
+(compressed) submit times, dispatched live, and the realised schedule compared job by job with
+the simulator's on the same jobs: how faithful is the simulation?"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .. import interrupt
+from ..dispatchers.base import Dispatcher
+from ..errors import CpdispatchError
+from ..job import Job
+from ..metrics import BOUND_S
+from ..predictors.base import Predictor
+from ..system import System
+from . import local_cluster
+from .commands import SlurmCommands
+from .driver import Driver
+from .state import build_system, read_node, up_partitions
+
+MAX_LOCAL_NODES = 64
+TAG_NAME = "cpd-replay-"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A trace job as it is replayed: offsets from the replay's start, in seconds."""
+
+    job: Job
+    at: float
+    sleep: int
+    limit_min: int
+
+
+def plan(jobs: list[Job], scale: float) -> list[Planned]:
+    """Submit times and run times divided by `scale`; walltimes too, rounded up to Slurm's whole
+    minutes (at least 1); a run time never outlives its walltime (Slurm would kill it late)."""
+    t0 = jobs[0].submit if jobs else 0
+    out = []
+    for j in jobs:
+        limit = max(1, math.ceil(j.estimate / scale / 60))
+        out.append(Planned(j, (j.submit - t0) / scale, min(max(1, round(j.runtime / scale)), limit * 60), limit))
+    return out
+
+
+def specs_for(system: System) -> list[local_cluster.NodeSpec]:
+    """Local-cluster nodes shaped like `system`'s (core, mem in MB, gpu; at least 100 MB per core,
+    Slurm's default per CPU there)."""
+    extra = set(system.types) - {"core", "mem", "gpu"}
+    if extra or "core" not in system.types:
+        raise CpdispatchError(f"system {system.name}: a local cluster has core, mem and gpu only (not "
+                              f"{', '.join(sorted(extra)) or 'without core'})")
+    if system.n_nodes > MAX_LOCAL_NODES:
+        raise CpdispatchError(f"system {system.name}: {system.n_nodes} nodes, but a local cluster runs at most "
+                              f"{MAX_LOCAL_NODES} slurmd; use a smaller system or a running cluster (--system cluster)")
+    get = {t: system.capacity[:, system.types.index(t)] if t in system.types else np.zeros(system.n_nodes, int)
+           for t in ("core", "mem", "gpu")}
+    return [local_cluster.NodeSpec(f"n{i + 1}", int(get["core"][i]), max(int(get["mem"][i]), 100 * int(get["core"][i])),
+                                   int(get["gpu"][i])) for i in range(system.n_nodes)]
+
+
+def cluster_system(commands: SlurmCommands) -> System:
+    parts = up_partitions(commands.partitions())
+    nodes = [read_node(n, set(parts)) for n in commands.nodes()]
+    return build_system([n for n in nodes if not n.unusable], "slurm")
+
+
+class Replay:
+    """Submits `planned` jobs on time while `driver` dispatches; then compares with the simulator."""
+
+    def __init__(self, planned: list[Planned], driver: Driver, commands: SlurmCommands, poll: float,
+                 log: TextIO = sys.stderr) -> None:
+        self.planned, self.driver, self.commands, self.poll, self.log = planned, driver, commands, poll, log
+        self.slurm_id: dict[str, str] = {}  # trace job -> Slurm job
+        self.origin = 0.0
+
+    def _submit(self, p: Planned) -> None:
+        out = self.commands.run("sbatch", "--parsable", "-J", f"{TAG_NAME}{p.job.id}", "-n", str(p.job.units),
+                                "-t", str(p.limit_min), "-o", "/dev/null", "--chdir", tempfile.gettempdir(),
+                                "--wrap", f"sleep {p.sleep}")
+        if not out.ok:
+            raise CpdispatchError(f"sbatch of trace job {p.job.id} failed: {out.stderr[-300:]}")
+        self.slurm_id[p.job.id] = out.stdout.strip().split(";")[0]
+
+    def _settled(self, slurm_id: str) -> bool:
+        """Finished, or held for good (the driver found it can never be placed)."""
+        job = self.driver.seen.get(slurm_id)
+        return job is not None and (job.kind == "finished" or slurm_id in self.driver.reported)
+
+    def _done(self) -> bool:
+        return len(self.slurm_id) == len(self.planned) and all(map(self._settled, self.slurm_id.values()))
+
+    def ran(self) -> list[Planned]:
+        """The replayed jobs that ran (the others stayed held for good)."""
+        return [p for p in self.planned if self.driver.seen[self.slurm_id[p.job.id]].kind == "finished"]
+
+    def run(self, timeout: float) -> None:
+        self.origin = time.time() + 1.0
+        todo = list(self.planned)
+        deadline = time.monotonic() + timeout
+        while interrupt.received is None:
+            t0 = time.monotonic()
+            while todo and time.time() >= self.origin + todo[0].at:
+                self._submit(todo.pop(0))
+            self.driver.round()
+            if self._done():
+                never = [self.slurm_id[p.job.id] for p in self.planned if p not in self.ran()]
+                if never:
+                    self.commands.run("scancel", *never)
+                return
+            if time.monotonic() > deadline:
+                raise CpdispatchError(f"replay not finished after {timeout:g} s ({len(self.slurm_id)} of "
+                                      f"{len(self.planned)} jobs submitted); its jobs are left to Slurm")
+            while time.monotonic() - t0 < self.poll and interrupt.received is None:
+                time.sleep(0.05)
+
+    def cancel(self) -> None:
+        """Stop what this replay submitted (on an interrupted replay)."""
+        if self.slurm_id:
+            self.commands.run("scancel", *self.slurm_id.values())
+
+    def _offset(self, submit: int) -> int:
+        """A Slurm submit time as seconds after the replay's start (the simulator's clock)."""
+        return max(0, int(round(submit - self.origin)))
+
+    def rows(self, simulated: dict[str, tuple[int, int, str]]) -> list[dict[str, Any]]:
+        """Per job: submit offset, and live and simulated wait, run time and nodes."""
+        out = []
+        for p in self.ran():
+            s = self.driver.seen[self.slurm_id[p.job.id]]
+            sub = self._offset(s.submit)
+            sim_start, sim_end, sim_nodes = simulated[p.job.id]
+            out.append({"job": p.job.id, "slurm_id": s.id, "units": p.job.units, "submit_s": sub,
+                        "sleep_s": p.sleep, "state": s.state, "live_wait": s.start - s.submit,
+                        "sim_wait": sim_start - sub, "live_run": s.end - s.start,
+                        "sim_run": sim_end - sim_start, "live_nodes": ",".join(sorted(set(s.nodes))),
+                        "sim_nodes": sim_nodes})
+        return out
+
+    def simulated_jobs(self, types: tuple[str, ...]) -> list[Job]:
+        """The jobs as Slurm saw them (requests read by the driver), at their real submit offsets
+        and with their real run times: the simulator's input."""
+        jobs = []
+        for p in self.ran():
+            s = self.driver.seen[self.slurm_id[p.job.id]]
+            job = s.job(types, p.limit_min * 60)
+            jobs.append(replace(job, id=p.job.id, submit=self._offset(s.submit), runtime=p.sleep))
+        return sorted(jobs, key=lambda j: (j.submit, j.id))
+
+
+def compare(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of the per-job comparison (waits, bounded slowdown, start differences, makespan)."""
+    def arr(key: str) -> np.ndarray:
+        return np.array([r[key] for r in rows], dtype=float)
+
+    live_w, sim_w, live_r, sim_r = arr("live_wait"), arr("sim_wait"), arr("live_run"), arr("sim_run")
+    sub = arr("submit_s")
+    live_b = np.maximum(1.0, (live_w + live_r) / np.maximum(live_r, BOUND_S))
+    sim_b = np.maximum(1.0, (sim_w + sim_r) / np.maximum(sim_r, BOUND_S))
+    start_diff = (sub + live_w) - (sub + sim_w)
+    return {
+        "jobs": len(rows), "mean_wait_live": float(live_w.mean()), "mean_wait_sim": float(sim_w.mean()),
+        "p50_wait_live": float(np.median(live_w)), "p50_wait_sim": float(np.median(sim_w)),
+        "mean_bsld_live": float(live_b.mean()), "mean_bsld_sim": float(sim_b.mean()),
+        "makespan_live": float((sub + live_w + live_r).max()), "makespan_sim": float((sub + sim_w + sim_r).max()),
+        "mean_abs_start_diff": float(np.abs(start_diff).mean()), "p90_abs_start_diff":
+            float(np.percentile(np.abs(start_diff), 90)), "mean_start_diff": float(start_diff.mean()),
+        "same_nodes": float(np.mean([r["live_nodes"] == r["sim_nodes"] for r in rows])),
+        "mean_run_excess": float((live_r - sim_r).mean()),
+    }
+
+
+def format_comparison(totals: dict[str, Any], rejected: int, held: int) -> str:
+    t = totals
+    lines = [f"{t['jobs']} jobs compared, live Slurm vs simulator ({rejected} never fit the system: not "
+             f"submitted; {held} held for good by the driver: cancelled)",
+             f"{'':<26}{'live':>10}{'simulated':>11}",
+             f"{'mean wait (s)':<26}{t['mean_wait_live']:>10.1f}{t['mean_wait_sim']:>11.1f}",
+             f"{'median wait (s)':<26}{t['p50_wait_live']:>10.1f}{t['p50_wait_sim']:>11.1f}",
+             f"{'mean bounded slowdown':<26}{t['mean_bsld_live']:>10.2f}{t['mean_bsld_sim']:>11.2f}",
+             f"{'makespan (s)':<26}{t['makespan_live']:>10.1f}{t['makespan_sim']:>11.1f}",
+             f"start: live - simulated, mean {t['mean_start_diff']:+.1f} s, mean |.| {t['mean_abs_start_diff']:.1f} s, "
+             f"p90 |.| {t['p90_abs_start_diff']:.1f} s; run time excess {t['mean_run_excess']:+.2f} s; "
+             f"same nodes {100 * t['same_nodes']:.0f}%"]
+    return "\n".join(lines)
+
+
+def simulate_same(system: System, jobs: list[Job], dispatcher: Dispatcher, predictor: Predictor
+                  ) -> dict[str, tuple[int, int, str]]:
+    """The simulator's start, end and nodes for each job."""
+    from ..api import simulate
+
+    result = simulate(system, jobs, dispatcher, predictor)
+    names = system.node_names
+    return {r.job.id: (int(r.start or 0), int(r.end or 0), ",".join(sorted({names[n] for n in r.alloc.nodes})))
+            for r in result.raw.records if r.start is not None}
+
+
+def local_or_running(system_name: str, base: Path | None) -> tuple[str | None, Path | None]:
+    """`cluster`: the running cluster ($SLURM_CONF); else start a local one shaped like the system.
+    Returns (its slurm.conf or None, the folder of a cluster started here)."""
+    from ..system import load_system
+
+    if system_name == "cluster":
+        return None, None
+    specs = specs_for(load_system(system_name))
+    root = base or Path(tempfile.mkdtemp(prefix="cpdispatch-replay-"))
+    return str(local_cluster.start(specs, root)), root
