@@ -350,7 +350,7 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
         print(f"replaying {len(planned)} jobs ({len(jobs) - len(fit)} never fit this cluster) over "
               f"{planned[-1].at if planned else 0:.0f} s of submissions; journal in {state_dir}", file=sys.stderr)
         driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after)
-        replay = rp.Replay(planned, driver, commands, args.poll)
+        replay = rp.Replay(planned, driver, commands, system.types, args.poll)
         try:
             with interrupt.stopping_gracefully():
                 replay.run(args.timeout)

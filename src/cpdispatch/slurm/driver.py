@@ -44,13 +44,15 @@ class RoundFigures:
     adjusted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    shadow: bool = False
 
     @property
     def total_s(self) -> float:
         return self.read_s + self.decide_s + self.apply_s
 
     def line(self) -> str:
-        acts = [f"{k} {len(v)}" for k, v in (("started", self.starts), ("re-held", self.reheld),
+        started = "would start" if self.shadow else "started"
+        acts = [f"{k} {len(v)}" for k, v in ((started, self.starts), ("re-held", self.reheld),
                                               ("adjusted", self.adjusted), ("refused", self.refused),
                                               ("failed", self.failed)) if v]
         return (f"round {self.round}: queued {self.queued}, running {self.running}, committed {self.committed}"
@@ -112,7 +114,8 @@ class Driver:
         self.rounds: list[RoundFigures] = []
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
-        self.reported: set[str] = set()  # jobs already reported as never placeable
+        self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
+        self.refused_said: set[str] = set()
         self.seen: dict[str, SlurmJob] = {}  # every job this driver saw (replay reads it)
         self.system: System | None = None
         self.observed: set[tuple[str, int]] = set()
@@ -162,7 +165,7 @@ class Driver:
         raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
-        fig = RoundFigures(len(self.rounds) + 1, now)
+        fig = RoundFigures(len(self.rounds) + 1, now, shadow=self.shadow)
         partitions = up_partitions(parts)
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
         system = self._system([n for n in nodes if not n.unusable])
@@ -172,8 +175,7 @@ class Driver:
             self.seen[j.id] = j
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]
-        stuck = [j for j in committed if any(j.reason.startswith(r) for r in STUCK_REASONS)
-                 or now_f - self.released.get(j.id, _pinned_at(j)) > self.rehold_after]
+        stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
         snapshot, requests = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
@@ -193,6 +195,14 @@ class Driver:
         if fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted:
             self.say(fig.line())
         return fig
+
+    def _stuck(self, job: SlurmJob, age: float) -> bool:
+        """A released job that should go back to the queue: Slurm says it cannot run where it
+        is pinned; or it waits for its nodes (`Resources`) past `rehold_after`; or, not yet looked
+        at by Slurm's scheduler (reason None), past 4 x `rehold_after` (a loaded controller)."""
+        if any(job.reason.startswith(r) for r in STUCK_REASONS):
+            return True
+        return age > (4 * self.rehold_after if job.reason in ("None", "") else self.rehold_after)
 
     def _hold(self, ids: list[str], reasons: list[str]) -> list[str]:
         """Take back released jobs that did not start (their nodes are not free, or Slurm says
@@ -252,8 +262,8 @@ class Driver:
             job = j.job(types, self.default_walltime)
             why = self._never(j, job, system, partitions)
             if why:
-                if j.id not in self.reported:
-                    self.reported.add(j.id)
+                if j.id not in self.unplaceable:
+                    self.unplaceable.add(j.id)
                     self.say(f"job {j.id} stays held: {why}")
                     self.journal.write("unplaceable", job=j.id, reason=why)
                 continue
@@ -265,7 +275,7 @@ class Driver:
     def _never(j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
         if j.kind == "blocked":
             return f"dependency not met ({j.dependency})"
-        if j.partition not in partitions:
+        if not any(p in partitions for p in j.partition.split(",")):
             return f"partition {j.partition} is not UP"
         fit = system.max_units(job.req)
         if fit < job.units:
@@ -288,12 +298,14 @@ class Driver:
                 continue
             request = requests[s.job_id]
             allowed = np.zeros(system.n_nodes, dtype=bool)
-            allowed[[index[n] for n in partitions.get(job.queue, []) if n in index]] = True
+            allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index]] = True
             units, why = place(tuple(s.nodes), request, job.req, free, system.capacity, allowed)
             if units is None:
                 fig.refused.append(job.id)
                 self.journal.write("refused", job=job.id, nodes=list(s.nodes), reason=why)
-                self.say(f"job {job.id}: not started, {why}")
+                if job.id not in self.refused_said:  # said once; the journal has every round
+                    self.refused_said.add(job.id)
+                    self.say(f"job {job.id}: not started where the dispatcher chose, {why}; it stays held")
                 continue
             if why:
                 fig.adjusted.append(job.id)

@@ -5,12 +5,11 @@ the simulator's on the same jobs: how faithful is the simulation?"""
 from __future__ import annotations
 
 import math
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -73,19 +72,32 @@ def cluster_system(commands: SlurmCommands) -> System:
     return build_system([n for n in nodes if not n.unusable], "slurm")
 
 
+def sbatch_request(job: Job, types: tuple[str, ...]) -> list[str]:
+    """sbatch options asking for the job's units: tasks of its cores (and memory per core), or,
+    with GPUs, one node per unit (Slurm has no per-task GPU count that fits free placement)."""
+    per = dict(zip(types, job.req))
+    cores = max(1, per.get("core", 1))
+    out = ["-c", str(cores)]
+    if per.get("mem"):
+        out += [f"--mem-per-cpu={math.ceil(per['mem'] / cores)}"]
+    if per.get("gpu"):
+        return [*out, "-N", str(job.units), "--ntasks-per-node=1", f"--gres=gpu:{per['gpu']}"]
+    return [*out, "-n", str(job.units)]
+
+
 class Replay:
     """Submits `planned` jobs on time while `driver` dispatches; then compares with the simulator."""
 
-    def __init__(self, planned: list[Planned], driver: Driver, commands: SlurmCommands, poll: float,
-                 log: TextIO = sys.stderr) -> None:
-        self.planned, self.driver, self.commands, self.poll, self.log = planned, driver, commands, poll, log
+    def __init__(self, planned: list[Planned], driver: Driver, commands: SlurmCommands, types: tuple[str, ...],
+                 poll: float) -> None:
+        self.planned, self.driver, self.commands, self.types, self.poll = planned, driver, commands, types, poll
         self.slurm_id: dict[str, str] = {}  # trace job -> Slurm job
         self.origin = 0.0
 
     def _submit(self, p: Planned) -> None:
-        out = self.commands.run("sbatch", "--parsable", "-J", f"{TAG_NAME}{p.job.id}", "-n", str(p.job.units),
-                                "-t", str(p.limit_min), "-o", "/dev/null", "--chdir", tempfile.gettempdir(),
-                                "--wrap", f"sleep {p.sleep}")
+        ask = sbatch_request(p.job, self.types)
+        out = self.commands.run("sbatch", "--parsable", "-J", f"{TAG_NAME}{p.job.id}", *ask, "-t", str(p.limit_min),
+                                "-o", "/dev/null", "--chdir", tempfile.gettempdir(), "--wrap", f"sleep {p.sleep}")
         if not out.ok:
             raise CpdispatchError(f"sbatch of trace job {p.job.id} failed: {out.stderr[-300:]}")
         self.slurm_id[p.job.id] = out.stdout.strip().split(";")[0]
@@ -93,7 +105,7 @@ class Replay:
     def _settled(self, slurm_id: str) -> bool:
         """Finished, or held for good (the driver found it can never be placed)."""
         job = self.driver.seen.get(slurm_id)
-        return job is not None and (job.kind == "finished" or slurm_id in self.driver.reported)
+        return job is not None and (job.kind == "finished" or slurm_id in self.driver.unplaceable)
 
     def _done(self) -> bool:
         return len(self.slurm_id) == len(self.planned) and all(map(self._settled, self.slurm_id.values()))
