@@ -35,7 +35,7 @@ def one(dispatcher: str, jobs: int, nodes: int) -> None:
         driver = Driver(make_dispatcher(dispatcher, {}), resolve_predictor("last2"), cmds, base / "state",
                         log=io.StringIO())
         t0 = time.perf_counter()
-        while len(driver.observed) < jobs and time.perf_counter() - t0 < 600:
+        while driver.learnt < jobs and time.perf_counter() - t0 < 600:
             driver.round()
             time.sleep(0.2)
         wall = time.perf_counter() - t0

@@ -111,20 +111,24 @@ class Driver:
         self.clock, self.log = clock, log
         self.journal = Journal(state_dir / "journal.jsonl")
         self.finished_log = Journal(state_dir / "finished.jsonl")
-        self.rounds: list[RoundFigures] = []
+        self.rounds = 0
+        self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed"), 0)
+        self.timings: dict[str, list[float]] = {"read": [], "decide": [], "apply": [], "round": []}  # 32 B/round
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
         self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refused_said: set[str] = set()
-        self.seen: dict[str, SlurmJob] = {}  # every job this driver saw (replay reads it)
+        self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
-        self.observed: set[tuple[str, int]] = set()
+        self.observed: set[tuple[str, int]] = set()  # finished jobs learnt from, among those Slurm shows
+        self.learnt = 0
         for rec in read_journal(state_dir / "finished.jsonl"):  # learn again what was learnt
             job, runtime, end = job_from_record(rec)
             self.observed.add((job.id, job.submit))
             self.predictor.observe(job, runtime, end)
+            self.learnt += 1
         self.journal.write("start", dispatcher=dispatcher.name, predictor=predictor.name, shadow=shadow,
-                           learnt=len(self.observed))
+                           learnt=self.learnt)
 
     def say(self, text: str) -> None:
         print(text, file=self.log, flush=True)
@@ -151,7 +155,15 @@ class Driver:
                                     nodes=list(j.nodes))
             self.observed.add((j.id, j.submit))
             self.predictor.observe(job, j.end - j.start, j.end)
-            self.predicted.pop(j.id, None)
+            self.learnt += 1
+        # what a long-running driver remembers is bounded by what Slurm shows
+        self.observed &= {(j.id, j.submit) for j in jobs if j.kind == "finished"}
+        live = {j.id for j in jobs if j.kind != "finished"}
+        for per_job in (self.predicted, self.released):
+            for gone in per_job.keys() - live:
+                del per_job[gone]
+        self.unplaceable &= live
+        self.refused_said &= live
 
     def _predict(self, job: Job, now: int) -> int:
         if job.id not in self.predicted:
@@ -165,14 +177,13 @@ class Driver:
         raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
-        fig = RoundFigures(len(self.rounds) + 1, now, shadow=self.shadow)
+        fig = RoundFigures(self.rounds + 1, now, shadow=self.shadow)
         partitions = up_partitions(parts)
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
         system = self._system([n for n in nodes if not n.unusable])
         index = {name: i for i, name in enumerate(system.node_names)}
         jobs = read_jobs(raw_jobs)
-        for j in jobs:
-            self.seen[j.id] = j
+        self.jobs = {j.id: j for j in jobs}
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]
         stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
@@ -188,13 +199,25 @@ class Driver:
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
             self._apply(fig, snapshot, requests, decision.starts, decision.status, partitions, index)
         fig.apply_s = time.perf_counter() - t2
-        self.journal.write("round", round=fig.round, now=now, queued=fig.queued, running=fig.running,
-                           committed=fig.committed, read_s=round(fig.read_s, 4), decide_s=round(fig.decide_s, 4),
-                           apply_s=round(fig.apply_s, 4), starts=fig.starts, reheld=fig.reheld)
-        self.rounds.append(fig)
-        if fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted:
+        acted = bool(fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted)
+        if acted or fig.queued or fig.round % 60 == 1:  # idle rounds: one in 60 (the journal grows less)
+            self.journal.write("round", round=fig.round, now=now, queued=fig.queued, running=fig.running,
+                               committed=fig.committed, read_s=round(fig.read_s, 4),
+                               decide_s=round(fig.decide_s, 4), apply_s=round(fig.apply_s, 4), starts=fig.starts,
+                               reheld=fig.reheld)
+        self._count(fig)
+        if acted:
             self.say(fig.line())
         return fig
+
+    def _count(self, fig: RoundFigures) -> None:
+        self.rounds += 1
+        for key, ids in (("started", fig.starts), ("reheld", fig.reheld), ("adjusted", fig.adjusted),
+                         ("refused", fig.refused), ("failed", fig.failed)):
+            self.counts[key] += len(ids)
+        for key, value in (("read", fig.read_s), ("decide", fig.decide_s), ("apply", fig.apply_s),
+                           ("round", fig.total_s)):
+            self.timings[key].append(value)
 
     def _stuck(self, job: SlurmJob, age: float) -> bool:
         """A released job that should go back to the queue: Slurm says it cannot run where it
@@ -363,12 +386,8 @@ class Driver:
             return {"mean_ms": round(float(a.mean()), 2), "p50_ms": round(float(np.percentile(a, 50)), 2),
                     "p99_ms": round(float(np.percentile(a, 99)), 2), "max_ms": round(float(a.max()), 2)}
 
-        r = self.rounds
-        out = {"rounds": len(r), "started": sum(len(x.starts) for x in r), "reheld": sum(len(x.reheld) for x in r),
-               "adjusted": sum(len(x.adjusted) for x in r), "refused": sum(len(x.refused) for x in r),
-               "failed": sum(len(x.failed) for x in r), "shadow": self.shadow,
-               "read": stats([x.read_s for x in r]), "decide": stats([x.decide_s for x in r]),
-               "apply": stats([x.apply_s for x in r]), "round": stats([x.total_s for x in r])}
+        out: dict[str, Any] = {"rounds": self.rounds, **self.counts, "shadow": self.shadow,
+                               **{part: stats(values) for part, values in self.timings.items()}}
         self.journal.write("summary", **out)
         return out
 

@@ -23,7 +23,7 @@ from ..system import System
 from . import local_cluster
 from .commands import SlurmCommands
 from .driver import Driver
-from .state import build_system, read_node, up_partitions
+from .state import SlurmJob, build_system, read_node, up_partitions
 
 MAX_LOCAL_NODES = 64
 TAG_NAME = "cpd-replay-"
@@ -92,6 +92,7 @@ class Replay:
                  poll: float) -> None:
         self.planned, self.driver, self.commands, self.types, self.poll = planned, driver, commands, types, poll
         self.slurm_id: dict[str, str] = {}  # trace job -> Slurm job
+        self.seen: dict[str, SlurmJob] = {}  # Slurm job -> its last state seen by the driver
         self.origin = 0.0
 
     def _submit(self, p: Planned) -> None:
@@ -104,7 +105,7 @@ class Replay:
 
     def _settled(self, slurm_id: str) -> bool:
         """Finished, or held for good (the driver found it can never be placed)."""
-        job = self.driver.seen.get(slurm_id)
+        job = self.seen.get(slurm_id)
         return job is not None and (job.kind == "finished" or slurm_id in self.driver.unplaceable)
 
     def _done(self) -> bool:
@@ -112,7 +113,7 @@ class Replay:
 
     def ran(self) -> list[Planned]:
         """The replayed jobs that ran (the others stayed held for good)."""
-        return [p for p in self.planned if self.driver.seen[self.slurm_id[p.job.id]].kind == "finished"]
+        return [p for p in self.planned if self.seen[self.slurm_id[p.job.id]].kind == "finished"]
 
     def run(self, timeout: float) -> None:
         self.origin = time.time() + 1.0
@@ -123,6 +124,7 @@ class Replay:
             while todo and time.time() >= self.origin + todo[0].at:
                 self._submit(todo.pop(0))
             self.driver.round()
+            self.seen.update(self.driver.jobs)
             if self._done():
                 never = [self.slurm_id[p.job.id] for p in self.planned if p not in self.ran()]
                 if never:
@@ -147,7 +149,7 @@ class Replay:
         """Per job: submit offset, and live and simulated wait, run time and nodes."""
         out = []
         for p in self.ran():
-            s = self.driver.seen[self.slurm_id[p.job.id]]
+            s = self.seen[self.slurm_id[p.job.id]]
             sub = self._offset(s.submit)
             sim_start, sim_end, sim_nodes = simulated[p.job.id]
             out.append({"job": p.job.id, "slurm_id": s.id, "units": p.job.units, "submit_s": sub,
@@ -162,7 +164,7 @@ class Replay:
         and with their real run times: the simulator's input."""
         jobs = []
         for p in self.ran():
-            s = self.driver.seen[self.slurm_id[p.job.id]]
+            s = self.seen[self.slurm_id[p.job.id]]
             job = s.job(types, p.limit_min * 60)
             jobs.append(replace(job, id=p.job.id, submit=self._offset(s.submit), runtime=p.sleep))
         return sorted(jobs, key=lambda j: (j.submit, j.id))
