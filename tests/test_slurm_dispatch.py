@@ -4,6 +4,7 @@ sends no command; and the pieces (hostlists, requests, placement checks) on thei
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cpdispatch as cpd
 from cpdispatch.job import Job
@@ -281,3 +284,41 @@ def test_replay_on_a_cluster_shaped_like_a_system(workloads_dir: Path, tmp_path:
     assert "jobs compared" in out and "mean wait (s)" in out
     left = subprocess.run(["pgrep", "-f", "cpdispatch-replay-"], capture_output=True, text=True, check=False)
     assert not left.stdout.strip()  # its daemons are gone
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_placement_never_overbooks(data: st.DataObject) -> None:
+    """Whatever nodes a dispatcher proposes, what `place` returns fits the free amounts, keeps a
+    `-N K` job's units on distinct allowed nodes, and is None only when no such placement exists."""
+    n = data.draw(st.integers(1, 6))
+    cap = np.array(data.draw(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 800), st.integers(0, 2)),
+                                      min_size=n, max_size=n)), dtype=np.int64)
+    used = np.array([[data.draw(st.integers(0, int(c))) for c in row] for row in cap], dtype=np.int64)
+    free = cap - used
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    units = data.draw(st.integers(1, 4))
+    per = {"core": data.draw(st.integers(1, 4)), "mem": data.draw(st.integers(0, 300)),
+           "gpu": data.draw(st.integers(0, 1))}
+    request = Request(units, per, data.draw(st.booleans()), data.draw(st.booleans()))
+    req = request.req(("core", "mem", "gpu"))
+    chosen = tuple(data.draw(st.lists(st.integers(0, n - 1), min_size=units, max_size=units)))
+    nodes, _ = place(chosen, request, req, free, cap, allowed)
+
+    def valid(placement: tuple[int, ...]) -> bool:
+        counts = {k: placement.count(k) for k in set(placement)}
+        return all(allowed[k] and (not request.distinct or c == 1) and (free[k] >= c * np.asarray(req)).all()
+                   and (not request.exclusive or (free[k] == cap[k]).all()) for k, c in counts.items())
+
+    if nodes is None:  # then no placement at all exists
+        assert not any(valid(p) for p in itertools.combinations_with_replacement(range(n), units))
+        return
+    assert valid(tuple(nodes))
+    assert len(nodes) == units and all(allowed[k] for k in nodes)
+    counts = {k: nodes.count(k) for k in set(nodes)}
+    if request.distinct:
+        assert set(counts.values()) == {1}
+    for k, c in counts.items():
+        assert (free[k] >= c * np.asarray(req)).all()
+        if request.exclusive:
+            assert (free[k] == cap[k]).all()
