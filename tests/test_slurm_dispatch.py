@@ -5,6 +5,7 @@ sends no command; and the pieces (hostlists, requests, placement checks) on thei
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cpdispatch as cpd
+from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
 from cpdispatch.slurm.driver import place
 from cpdispatch.slurm.hostlist import expand
@@ -255,7 +257,6 @@ def test_replay_of_kth_ends_with_the_comparison(cluster: dict[str, str], workloa
 
 
 def test_replay_systems_are_checked() -> None:
-    from cpdispatch.errors import CpdispatchError
     from cpdispatch.slurm.replay import sbatch_request, specs_for
 
     with pytest.raises(CpdispatchError, match="at most 64 slurmd"):
@@ -322,3 +323,43 @@ def test_placement_never_overbooks(data: st.DataObject) -> None:
         assert (free[k] >= c * np.asarray(req)).all()
         if request.exclusive:
             assert (free[k] == cap[k]).all()
+
+
+def test_nodes_of_later_slurm_versions_and_features() -> None:
+    from cpdispatch.slurm.state import build_system, feature_match, read_node
+
+    raw = {"name": "g1", "state": ["IDLE", "DRAIN"], "cpus": 8, "real_memory": 800, "gres": "gpu:2",
+           "partitions": ["main"], "active_features": "a100,ib"}
+    drained = read_node(raw, {"main"})
+    assert drained.unusable == "state idle+DRAIN" and drained.features == {"a100", "ib"}
+    cpu = read_node({"name": "c1", "state": "mixed", "cpus": 4, "real_memory": 400, "partitions": ["main"]}, {"main"})
+    assert not cpu.unusable
+    system = build_system([cpu], "s", [drained, cpu])
+    assert system.types == ("core", "mem", "gpu") and system.node_names == ("c1",)  # a GPU request still counts
+    assert feature_match("a100&ib", drained.features) and not feature_match("a100,v100", drained.features)
+    assert feature_match("a100|v100", frozenset())  # left to Slurm
+
+
+def test_bad_live_settings_and_unreachable_slurm(tmp_path: Path) -> None:
+    from cpdispatch.slurm.replay import compare
+
+    from .test_cli import cli
+
+    code, _, err = cli("slurm", "dispatch", "--rehold-after", "0", "--state-dir", str(tmp_path))
+    assert code == 2 and "--rehold-after" in err
+    (tmp_path / "file").write_text("")
+    code, _, err = cli("slurm", "dispatch", "--state-dir", str(tmp_path / "file"), "--once",
+                       "--conf", str(tmp_path / "none.conf"))
+    assert code == 2 and "cannot write" in err
+    with pytest.raises(CpdispatchError, match="nothing to compare"):
+        compare([])
+    # a driver whose Slurm does not answer skips rounds instead of dying (a slurmctld restart)
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "none.conf")}
+    proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--state-dir",
+                             str(tmp_path / "st"), "--poll", "0.2"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and "round skipped" in err and "Traceback" not in err
+    assert re.search(r"[1-9]\d* rounds skipped", out)

@@ -345,19 +345,21 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
         commands = SlurmCommands(conf or args.conf)
         system = rp.cluster_system(commands)
         jobs = api.read_workload(args.trace, system, limit=args.limit_jobs, skip=args.skip_jobs).jobs
-        fit = [j for j in jobs if system.max_units(j.req) >= j.units]
+        fit = [j for j in jobs if rp.fits(j, system)]
         planned = rp.plan(fit, args.time_scale)
         print(f"replaying {len(planned)} jobs ({len(jobs) - len(fit)} never fit this cluster) over "
               f"{planned[-1].at if planned else 0:.0f} s of submissions; journal in {state_dir}", file=sys.stderr)
         driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after)
         replay = rp.Replay(planned, driver, commands, system.types, args.poll)
+        finished = False
         try:
             with interrupt.stopping_gracefully():
                 replay.run(args.timeout)
             rounds = driver.summary()
+            finished = interrupt.received is None
         finally:
             driver.close()
-            if interrupt.received is not None:
+            if not finished:  # interrupted, timed out or failed: its jobs must not wait held forever
                 replay.cancel()
         if interrupt.received is not None:
             print("cpdispatch: replay interrupted; its jobs were cancelled", file=sys.stderr)
@@ -387,8 +389,8 @@ def _live_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     if args.predictor == "real":
         raise CpdispatchError("--predictor real needs run times known in advance, which a live cluster does "
                               "not have; use walltime, last2, tsafrir, ...")
-    if args.poll <= 0:
-        raise CpdispatchError(f"--poll {args.poll}: must be > 0 seconds")
+    if args.poll <= 0 or args.rehold_after <= 0:
+        raise CpdispatchError(f"--poll {args.poll:g}, --rehold-after {args.rehold_after:g}: both must be > 0 seconds")
     return (make_dispatcher(args.dispatcher, _options(args.option)), resolve_predictor(args.predictor),
             SlurmCommands(args.conf))
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,13 +19,28 @@ import numpy as np
 
 from .. import interrupt
 from ..dispatchers.base import Dispatcher
+from ..errors import CpdispatchError
 from ..job import Job
 from ..predictors.base import Predictor
 from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
 from ..system import System, units_fitting
 from .commands import SlurmCommands
 from .intents import Journal, job_from_record, job_record, read_journal
-from .state import STUCK_REASONS, TAG, Node, Request, SlurmJob, build_system, read_jobs, read_node, up_partitions
+from .state import (
+    STUCK_REASONS,
+    TAG,
+    Node,
+    Request,
+    SlurmJob,
+    build_system,
+    feature_match,
+    read_jobs,
+    read_node,
+    up_partitions,
+)
+
+MAX_REFUSALS = 3  # Slurm refusing a pin this often means a request the driver does not model
+KEEP_TIMINGS = 100_000  # rounds whose timings the summary covers (the last ones)
 
 
 @dataclass
@@ -113,17 +129,22 @@ class Driver:
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.rounds = 0
         self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed"), 0)
-        self.timings: dict[str, list[float]] = {"read": [], "decide": [], "apply": [], "round": []}  # 32 B/round
+        self.timings = {part: deque[float](maxlen=KEEP_TIMINGS) for part in ("read", "decide", "apply", "round")}
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
         self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refused_said: set[str] = set()
+        self.refusals: dict[str, int] = {}
+        self.failed_reads = 0  # job -> times Slurm refused it where pinned
         self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
         self.observed: set[tuple[str, int]] = set()  # finished jobs learnt from, among those Slurm shows
         self.learnt = 0
         for rec in read_journal(state_dir / "finished.jsonl"):  # learn again what was learnt
-            job, runtime, end = job_from_record(rec)
+            try:
+                job, runtime, end = job_from_record(rec)
+            except (KeyError, TypeError, ValueError):
+                continue  # not a record this driver wrote
             self.observed.add((job.id, job.submit))
             self.predictor.observe(job, runtime, end)
             self.learnt += 1
@@ -136,7 +157,7 @@ class Driver:
     # -- reading -------------------------------------------------------------------------------
 
     def _system(self, nodes: list[Node]) -> System:
-        sys_ = build_system(nodes, "slurm")
+        sys_ = build_system([n for n in nodes if not n.unusable], "slurm", nodes)
         old = self.system
         if old is None or old.node_names != sys_.node_names or old.types != sys_.types or \
                 not np.array_equal(old.capacity, sys_.capacity):
@@ -159,7 +180,7 @@ class Driver:
         # what a long-running driver remembers is bounded by what Slurm shows
         self.observed &= {(j.id, j.submit) for j in jobs if j.kind == "finished"}
         live = {j.id for j in jobs if j.kind != "finished"}
-        for per_job in (self.predicted, self.released):
+        for per_job in (self.predicted, self.released, self.refusals):
             for gone in per_job.keys() - live:
                 del per_job[gone]
         self.unplaceable &= live
@@ -180,7 +201,7 @@ class Driver:
         fig = RoundFigures(self.rounds + 1, now, shadow=self.shadow)
         partitions = up_partitions(parts)
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
-        system = self._system([n for n in nodes if not n.unusable])
+        system = self._system(nodes)
         index = {name: i for i, name in enumerate(system.node_names)}
         jobs = read_jobs(raw_jobs)
         self.jobs = {j.id: j for j in jobs}
@@ -189,7 +210,10 @@ class Driver:
         stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
-        snapshot, requests = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
+            for j in stuck:
+                if j.id in fig.reheld and any(j.reason.startswith(r) for r in STUCK_REASONS):
+                    self.refusals[j.id] = self.refusals.get(j.id, 0) + 1
+        snapshot, offered = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
         fig.read_s = time.perf_counter() - t0
         fig.queued, fig.running, fig.committed = len(snapshot.queued), len(snapshot.running), len(committed)
         t1 = time.perf_counter()
@@ -197,7 +221,7 @@ class Driver:
         fig.decide_s = time.perf_counter() - t1
         t2 = time.perf_counter()
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
-            self._apply(fig, snapshot, requests, decision.starts, decision.status, partitions, index)
+            self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, nodes)
         fig.apply_s = time.perf_counter() - t2
         acted = bool(fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted)
         if acted or fig.queued or fig.round % 60 == 1:  # idle rounds: one in 60 (the journal grows less)
@@ -241,48 +265,19 @@ class Driver:
 
     def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
                   committed: list[SlurmJob], partitions: dict[str, list[str]]
-                  ) -> tuple[Snapshot, dict[str, Request]]:
+                  ) -> tuple[Snapshot, dict[str, SlurmJob]]:
         """What the simulator would show the dispatcher now. Capacity that Slurm's counters do not
         yet include (released, not started) is taken off the free amounts and shown as running."""
-        types = system.types
         usable = [n for n in nodes if not n.unusable]
-        free = system.capacity - np.array([[n.used.get(t, 0) for t in types] for n in usable],
+        free = system.capacity - np.array([[n.used.get(t, 0) for t in system.types] for n in usable],
                                           dtype=np.int64).reshape(system.capacity.shape)
-        running: list[RunningJob] = []
-        for j in jobs:
-            if j.kind != "running":
-                continue
-            on = sorted(index[n] for n in j.nodes if n in index)
-            if not on:
-                continue
-            hull = tuple(max(j.usage.get(system.node_names[i], {}).get(t, 0) for i in on) for t in types)
-            job = Job(id=j.id, submit=j.submit, units=len(on), req=hull, walltime=j.time_limit_s,
-                      runtime=j.time_limit_s or self.default_walltime, user=j.user, name=j.name)
-            pred = self._predict(j.job(types, self.default_walltime), now)
-            if self.predictor.corrects_running and j.start + pred <= now:
-                pred = self.predicted[j.id] = int(self.predictor.extend(job, now - j.start, pred))
-            running.append(RunningJob(job, j.start, pred, Allocation(tuple(on), (1,) * len(on))))
-        for j in committed:  # laid out in blocks over its nodes, as Slurm will
-            req = j.request.req(types)
-            left, on, counts = j.request.units, [], []
-            for n in (index[x] for x in j.required if x in index):
-                k = 1 if j.request.distinct else max(1, min(left, int(units_fitting(free[n:n + 1], req)[0])))
-                k = min(k, left)
-                if k:
-                    free[n] -= np.asarray(req) * k
-                    on.append(n)
-                    counts.append(k)
-                    left -= k
-            if on:
-                pairs = sorted(zip(on, counts))
-                running.append(RunningJob(j.job(types, self.default_walltime), now,
-                                          self._predict(j.job(types, self.default_walltime), now),
-                                          Allocation(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))))
+        running = [r for j in jobs if j.kind == "running" for r in self._running(j, now, system, index)]
+        running += [r for j in committed for r in self._committed(j, now, system, index, free)]
         np.clip(free, 0, None, out=free)
         free.setflags(write=False)
-        queued, requests = [], {}
+        queued, offered = [], {}
         for j in sorted((j for j in jobs if j.kind in ("held", "blocked")), key=lambda j: (j.submit, j.id)):
-            job = j.job(types, self.default_walltime)
+            job = j.job(system.types, self.default_walltime)
             why = self._never(j, job, system, partitions)
             if why:
                 if j.id not in self.unplaceable:
@@ -291,25 +286,66 @@ class Driver:
                     self.journal.write("unplaceable", job=j.id, reason=why)
                 continue
             queued.append(QueuedJob(job, self._predict(job, now)))
-            requests[j.id] = j.request
-        return Snapshot(now, system, tuple(queued), tuple(running), free), requests
+            offered[j.id] = j
+        return Snapshot(now, system, tuple(queued), tuple(running), free), offered
 
-    @staticmethod
-    def _never(j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
+    def _running(self, j: SlurmJob, now: int, system: System, index: dict[str, int]) -> list[RunningJob]:
+        """A running job on its usable nodes, as one unit per node holding the most it holds on
+        any of them (conservative for planning)."""
+        on = sorted(index[n] for n in j.nodes if n in index)
+        if not on:
+            return []
+        hull = tuple(max(j.usage.get(system.node_names[i], {}).get(t, 0) for i in on) for t in system.types)
+        job = Job(id=j.id, submit=j.submit, units=len(on), req=hull, walltime=j.time_limit_s,
+                  runtime=j.time_limit_s or self.default_walltime, user=j.user, name=j.name)
+        pred = self._predict(j.job(system.types, self.default_walltime), now)
+        if self.predictor.corrects_running and j.start + pred <= now:
+            pred = self.predicted[j.id] = int(self.predictor.extend(job, now - j.start, pred))
+        return [RunningJob(job, j.start, pred, Allocation(tuple(on), (1,) * len(on)))]
+
+    def _committed(self, j: SlurmJob, now: int, system: System, index: dict[str, int],
+                   free: np.ndarray) -> list[RunningJob]:
+        """A released job not yet started, as running from now on its pinned nodes. Taken off
+        `free` at the most Slurm may give it on each node (whatever its task layout): one unit
+        per node for `-N` jobs, the whole node for `--exclusive`, else as many units as fit."""
+        req = np.asarray(j.request.req(system.types))
+        on, counts = [], []
+        for n in sorted(index[x] for x in j.required if x in index):
+            k = 1 if j.request.distinct else max(1, min(j.request.units, int(units_fitting(free[n:n + 1],
+                                                                                          tuple(req))[0])))
+            free[n] = 0 if j.request.exclusive else free[n] - req * k
+            on.append(n)
+            counts.append(k)
+        if not on:
+            return []
+        job = replace(j.job(system.types, self.default_walltime), units=sum(counts))
+        pred = self._predict(j.job(system.types, self.default_walltime), now)
+        return [RunningJob(job, now, pred, Allocation(tuple(on), tuple(counts)))]
+
+    def _never(self, j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
+        """Why a held job cannot be offered to the dispatcher now ("" = it can)."""
         if j.kind == "blocked":
             return f"dependency not met ({j.dependency})"
         if not any(p in partitions for p in j.partition.split(",")):
             return f"partition {j.partition} is not UP"
-        fit = system.max_units(job.req)
+        if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
+            return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
+                    "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
+        if j.request.distinct:  # one unit per node
+            fit = int((system.units_fitting(system.capacity, job.req) > 0).sum())
+        else:
+            fit = system.max_units(job.req)
         if fit < job.units:
             return system.unfit_reason(job.units, job.req, fit)
         return ""
 
-    def _apply(self, fig: RoundFigures, snapshot: Snapshot, requests: dict[str, Request], starts: Any,
-               status: str, partitions: dict[str, list[str]], index: dict[str, int]) -> None:
+    def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,
+               status: str, partitions: dict[str, list[str]], nodes: list[Node]) -> None:
         """Check each start against the free amounts (after the starts before it), pin the good
         ones and release them in one command."""
         system = snapshot.system
+        index = {name: i for i, name in enumerate(system.node_names)}
+        features = {n.name: n.features for n in nodes}
         free = snapshot.free.copy()
         queued = {q.job.id: q.job for q in snapshot.queued}
         pinned: list[tuple[str, list[str]]] = []
@@ -319,9 +355,10 @@ class Driver:
                 fig.refused.append(s.job_id)
                 self.journal.write("refused", job=s.job_id, reason="not a held job of this round")
                 continue
-            request = requests[s.job_id]
+            request, wanted = offered[s.job_id].request, offered[s.job_id].features
             allowed = np.zeros(system.n_nodes, dtype=bool)
-            allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index]] = True
+            allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index
+                     and feature_match(wanted, features[n])]] = True
             units, why = place(tuple(s.nodes), request, job.req, free, system.capacity, allowed)
             if units is None:
                 fig.refused.append(job.id)
@@ -336,6 +373,8 @@ class Driver:
                                    nodes=[system.node_names[n] for n in units], reason=why)
             alloc = Allocation.of_units(units)
             free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(job.req)
+            if request.exclusive:
+                free[list(alloc.nodes)] = 0
             pinned.append((job.id, [system.node_names[n] for n in alloc.nodes]))
         self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
                            starts=[{"job": i, "nodes": n} for i, n in pinned])
@@ -344,7 +383,7 @@ class Driver:
             return
         ok = []
         for job_id, names in pinned:
-            comment = f"{TAG}{self.dispatcher.name}:{fig.time}:{fig.round}"
+            comment = f"{TAG}{self.dispatcher.name}:{int(self.clock())}:{fig.round}"
             self.journal.write("pin", job=job_id, nodes=names, comment=comment)
             out = self.commands.pin(job_id, names, comment)
             self.journal.write("result", command="pin", job=job_id, rc=out.returncode, stderr=out.stderr[-300:])
@@ -366,13 +405,21 @@ class Driver:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def run(self, poll: float = 1.0, once: bool = False, until: Callable[[], bool] | None = None) -> dict[str, Any]:
-        """Rounds every `poll` seconds until a signal (or `until()` says stop, or after one round
-        with `once`); returns the summary."""
+    def run(self, poll: float = 1.0, once: bool = False) -> dict[str, Any]:
+        """Rounds every `poll` seconds until a signal (or after one round with `once`); returns
+        the summary. A round whose reading fails (slurmctld restarting, a timeout) is skipped:
+        Slurm keeps every job, and the next round reads again."""
         while True:
             t0 = time.monotonic()
-            self.round()
-            if once or interrupt.received is not None or (until is not None and until()):
+            try:
+                self.round()
+            except CpdispatchError as exc:
+                if once:
+                    raise
+                self.failed_reads += 1
+                self.journal.write("read_failed", error=str(exc)[-300:])
+                self.say(f"round skipped: {exc}")
+            if once or interrupt.received is not None:
                 break
             while time.monotonic() - t0 < poll and interrupt.received is None:
                 time.sleep(min(0.05, poll))
@@ -381,12 +428,13 @@ class Driver:
         return self.summary()
 
     def summary(self) -> dict[str, Any]:
-        def stats(values: list[float]) -> dict[str, float]:
+        def stats(values: deque[float]) -> dict[str, float]:
             a = np.asarray(values or [0.0]) * 1e3
             return {"mean_ms": round(float(a.mean()), 2), "p50_ms": round(float(np.percentile(a, 50)), 2),
                     "p99_ms": round(float(np.percentile(a, 99)), 2), "max_ms": round(float(a.max()), 2)}
 
-        out: dict[str, Any] = {"rounds": self.rounds, **self.counts, "shadow": self.shadow,
+        out: dict[str, Any] = {"rounds": self.rounds, **self.counts, "failed_reads": self.failed_reads,
+                               "shadow": self.shadow,
                                **{part: stats(values) for part, values in self.timings.items()}}
         self.journal.write("summary", **out)
         return out
@@ -400,7 +448,8 @@ def format_summary(s: dict[str, Any]) -> str:
     """The summary printed on exit."""
     lines = [f"{s['rounds']} rounds{' (shadow: no command sent)' if s['shadow'] else ''}: {s['started']} jobs "
              f"started, {s['reheld']} re-held, {s['adjusted']} moved, {s['refused']} refused, {s['failed']} failed "
-             "commands", f"{'ms per round':<14}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
+             f"commands, {s['failed_reads']} rounds skipped (Slurm did not answer)",
+             f"{'ms per round':<14}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
     for part in ("read", "decide", "apply", "round"):
         st = s[part]
         lines.append(f"{part:<14}{st['mean_ms']:>9.1f}{st['p50_ms']:>9.1f}{st['p99_ms']:>9.1f}{st['max_ms']:>9.1f}")

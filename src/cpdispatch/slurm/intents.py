@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import CpdispatchError
 from ..job import Job
 
 
@@ -18,9 +19,12 @@ class Journal:
     """JSON lines, one object per event, each with the wall-clock time `t`."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise CpdispatchError(f"--state-dir {path.parent}: cannot write {path.name} ({exc.strerror})") from None
         self.path = path
-        self._file = path.open("a", encoding="utf-8")
 
     def write(self, kind: str, **fields: Any) -> None:
         self._file.write(json.dumps({"t": round(time.time(), 3), "kind": kind, **fields}) + "\n")

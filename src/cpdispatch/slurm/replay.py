@@ -50,6 +50,14 @@ def plan(jobs: list[Job], scale: float) -> list[Planned]:
     return out
 
 
+def fits(job: Job, system: System) -> bool:
+    """Whether the job, submitted as `sbatch_request` asks, can ever run on `system` (GPU jobs
+    take one node per unit)."""
+    if dict(zip(system.types, job.req)).get("gpu"):
+        return int((system.units_fitting(system.capacity, job.req) > 0).sum()) >= job.units
+    return system.max_units(job.req) >= job.units
+
+
 def specs_for(system: System) -> list[local_cluster.NodeSpec]:
     """Local-cluster nodes shaped like `system`'s (core, mem in MB, gpu; at least 100 MB per core,
     Slurm's default per CPU there)."""
@@ -113,7 +121,7 @@ class Replay:
 
     def ran(self) -> list[Planned]:
         """The replayed jobs that ran (the others stayed held for good)."""
-        return [p for p in self.planned if self.seen[self.slurm_id[p.job.id]].kind == "finished"]
+        return [p for p in self.planned if (s := self.seen[self.slurm_id[p.job.id]]).kind == "finished" and s.nodes]
 
     def run(self, timeout: float) -> None:
         self.origin = time.time() + 1.0
@@ -132,7 +140,7 @@ class Replay:
                 return
             if time.monotonic() > deadline:
                 raise CpdispatchError(f"replay not finished after {timeout:g} s ({len(self.slurm_id)} of "
-                                      f"{len(self.planned)} jobs submitted); its jobs are left to Slurm")
+                                      f"{len(self.planned)} jobs submitted); its jobs are cancelled")
             while time.monotonic() - t0 < self.poll and interrupt.received is None:
                 time.sleep(0.05)
 
@@ -172,6 +180,9 @@ class Replay:
 
 def compare(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals of the per-job comparison (waits, bounded slowdown, start differences, makespan)."""
+    if not rows:
+        raise CpdispatchError("no replayed job ran, so there is nothing to compare (check --skip-jobs, "
+                              "--limit-jobs and the cluster's size)")
     def arr(key: str) -> np.ndarray:
         return np.array([r[key] for r in rows], dtype=float)
 

@@ -57,12 +57,21 @@ class Node:
     used: dict[str, int]
     partitions: tuple[str, ...]
     unusable: str  # why the dispatcher may not use it ("" = usable)
+    features: frozenset[str] = frozenset()
+
+
+def _state(value: Any) -> tuple[str, list[str]]:
+    """A state and its flags: a string in 22.05 (flags apart), a list [STATE, FLAG...] later."""
+    if isinstance(value, list):
+        return (str(value[0]) if value else ""), [str(v) for v in value[1:]]
+    return str(value or ""), []
 
 
 def read_node(raw: dict[str, Any], up_partitions: set[str]) -> Node:
-    flags = set(raw.get("state_flags") or [])
+    state, more = _state(raw.get("state"))
+    state = state.lower()
+    flags = set(raw.get("state_flags") or []) | set(more)
     parts = tuple(raw.get("partitions") or [])
-    state = str(raw.get("state", "")).lower()
     why = ""
     if state not in USABLE_STATES or flags & BAD_FLAGS:
         why = f"state {state}{'+' + '+'.join(sorted(flags)) if flags else ''}"
@@ -71,12 +80,15 @@ def read_node(raw: dict[str, Any], up_partitions: set[str]) -> Node:
     cap = {"core": int(raw.get("cpus") or 0), "mem": int(raw.get("real_memory") or 0), **parse_gres(raw.get("gres"))}
     used = {"core": int(raw.get("alloc_cpus") or 0), "mem": int(raw.get("alloc_memory") or 0),
             **parse_gres(raw.get("gres_used"))}
-    return Node(str(raw["name"]), cap, used, parts, why)
+    features = frozenset(f for f in str(raw.get("active_features") or raw.get("features") or "").split(",") if f)
+    return Node(str(raw["name"]), cap, used, parts, why, features)
 
 
-def build_system(nodes: list[Node], name: str) -> System:
-    """The usable nodes as a System (node names are Slurm's; groups gather equal capacities)."""
-    types = ["core", "mem", *sorted({t for n in nodes for t in n.capacity} - {"core", "mem"})]
+def build_system(nodes: list[Node], name: str, every: list[Node] | None = None) -> System:
+    """`nodes` as a System (node names are Slurm's; groups gather equal capacities). The types
+    come from `every` node, usable or not, so that a GPU request still counts when every GPU node
+    is drained."""
+    types = ["core", "mem", *sorted({t for n in every or nodes for t in n.capacity} - {"core", "mem"})]
     rows = [tuple(n.capacity.get(t, 0) for t in types) for n in nodes]
     groups: list[NodeGroup] = []
     for row in rows:
@@ -146,6 +158,7 @@ class SlurmJob:
     name: str
     partition: str
     dependency: str
+    features: str
     admin_comment: str
     required: tuple[str, ...]
     nodes: tuple[str, ...]
@@ -209,7 +222,7 @@ def _usage(raw: dict[str, Any], nodes: list[str]) -> dict[str, dict[str, int]]:
 def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
     out: list[SlurmJob] = []
     for raw in raw_jobs:
-        state = str(raw.get("job_state", ""))
+        state = _state(raw.get("job_state"))[0]
         limit = raw.get("time_limit")
         limit_s = None if limit is None or (isinstance(limit, dict) and not limit.get("set", True)) \
             else _int(limit) * 60
@@ -220,7 +233,8 @@ def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
             submit=_int(raw.get("submit_time")), start=_int(raw.get("start_time")), end=_int(raw.get("end_time")),
             time_limit_s=limit_s, user=str(raw.get("user_name") or raw.get("user_id") or ""),
             name=str(raw.get("name") or ""), partition=str(raw.get("partition") or ""),
-            dependency=str(raw.get("dependency") or ""), admin_comment=str(raw.get("admin_comment") or ""),
+            dependency=str(raw.get("dependency") or ""), features=str(raw.get("features") or ""),
+            admin_comment=str(raw.get("admin_comment") or ""),
             required=tuple(expand(raw.get("required_nodes"))), nodes=nodes, request=read_request(raw),
             usage=_usage(raw, list(nodes)) if state in ACTIVE else {})
         tasks = str(raw.get("array_task_string") or "")
@@ -233,4 +247,13 @@ def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
 
 def up_partitions(partitions: list[dict[str, str]]) -> dict[str, list[str]]:
     """UP partitions and their nodes."""
-    return {p["PartitionName"]: expand(p.get("Nodes")) for p in partitions if p.get("State", "UP") == "UP"}
+    return {p["PartitionName"]: expand(p.get("Nodes")) for p in partitions
+            if "PartitionName" in p and p.get("State", "UP") == "UP"}
+
+
+def feature_match(wanted: str, have: frozenset[str]) -> bool:
+    """`--constraint` for the plain forms `a`, `a&b` and `a,b` (all needed); other forms (`|`,
+    counts, brackets) are left to Slurm, whose refusal re-holds the job."""
+    if not wanted or any(c in wanted for c in "|[]*"):
+        return True
+    return all(f in have for f in re.split(r"[&,]", wanted) if f)
