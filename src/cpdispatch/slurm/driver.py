@@ -378,9 +378,11 @@ class Driver:
             pinned.append((job.id, [system.node_names[n] for n in alloc.nodes]))
         self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
                            starts=[{"job": i, "nodes": n} for i, n in pinned])
-        if self.shadow:
-            fig.starts = [i for i, _ in pinned]
-            return
+        fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
+
+    def _pin_and_release(self, fig: RoundFigures, pinned: list[tuple[str, list[str]]]) -> list[str]:
+        """Each job pinned (one command at a time, journalled before it runs), then the pinned
+        ones released in one command; returns those released."""
         ok = []
         for job_id, names in pinned:
             comment = f"{TAG}{self.dispatcher.name}:{int(self.clock())}:{fig.round}"
@@ -401,7 +403,7 @@ class Driver:
             released_at = self.clock()
             for job_id in ok:
                 self.released[job_id] = released_at
-        fig.starts = ok
+        return ok
 
     # -- the loop ------------------------------------------------------------------------------
 
