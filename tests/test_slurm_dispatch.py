@@ -29,7 +29,7 @@ from cpdispatch.slurm.intents import read_journal
 from cpdispatch.slurm.state import Request, parse_gres, read_request
 from cpdispatch.system import NodeGroup, System
 
-from .slurm_helpers import completions, jobs, run, running_cluster, wait_for
+from .slurm_helpers import completions, job, jobs, run, running_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,7 @@ def test_gres_strings() -> None:
     assert parse_gres("gpu:2") == {"gpu": 2}
     assert parse_gres("gpu:a100:1(IDX:0,2),gres:mic:1") == {"gpu": 1, "mic": 1}
     assert parse_gres("gres:gpu:2") == {"gpu": 2} and parse_gres("") == {} and parse_gres(None) == {}
+    assert parse_gres("gres/gpu:2") == {"gpu": 2}
 
 
 def test_requests_become_units() -> None:
@@ -363,3 +364,37 @@ def test_bad_live_settings_and_unreachable_slurm(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143 and "round skipped" in err and "Traceback" not in err
     assert re.search(r"[1-9]\d* rounds skipped", out)
+
+
+def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], tmp_path: Path) -> None:
+    """A job whose dependency is unmet stays held; a released job Slurm cannot run where it is
+    pinned (a GPU job on a CPU node, as a broken earlier driver might leave it) returns to the
+    queue and then starts where it can run."""
+    first = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3").stdout.strip()
+    after = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", f"--dependency=afterok:{first}",
+                "--wrap", "true").stdout.strip()
+    gpu = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--gres=gpu:1", "--wrap", "true")
+    gpu_id = gpu.stdout.strip()
+    assert run(cluster, "scontrol", "update", f"JobId={gpu_id}", "NodeList=n3",
+               f"AdminComment=cpdispatch:test:{int(time.time())}:0").returncode == 0
+    assert run(cluster, "scontrol", "release", gpu_id).returncode == 0
+    state = tmp_path / "state"
+
+    def once() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--once", "--dispatcher",
+                               "fifo", "--state-dir", str(state)], env=cluster, capture_output=True, text=True,
+                              check=False)
+
+    wait_for(lambda: job(cluster, gpu_id)["state_reason"] != "None", 20, "Slurm's verdict on the bad pin")
+    done = once()
+    assert done.returncode == 0, done.stderr
+    assert f"job {after} stays held: dependency not met" in done.stderr
+    assert job(cluster, after)["priority"] == 0
+    # Slurm itself holds a job it cannot run where pinned (BadConstraints, priority 0); others the
+    # driver holds again: either way it returns to the queue and is pinned where it can run
+    wait_for(lambda: once().returncode == 0 and job(cluster, gpu_id)["job_state"] == "COMPLETED", 60,
+             "the GPU job started where it can run")
+    assert expand(job(cluster, gpu_id)["nodes"])[0] in ("n1", "n2")
+    pins = [r["nodes"] for r in read_journal(state / "journal.jsonl") if r["kind"] == "pin" and r["job"] == gpu_id]
+    assert pins and pins[-1][0] in ("n1", "n2")
+    run(cluster, "scancel", first, after)

@@ -135,6 +135,7 @@ class Driver:
         self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refused_said: set[str] = set()
         self.refusals: dict[str, int] = {}
+        self.refused_pins: set[tuple[str, str]] = set()
         self.failed_reads = 0  # job -> times Slurm refused it where pinned
         self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
@@ -184,6 +185,7 @@ class Driver:
             for gone in per_job.keys() - live:
                 del per_job[gone]
         self.unplaceable &= live
+        self.refused_pins = {p for p in self.refused_pins if p[0] in live}
         self.refused_said &= live
 
     def _predict(self, job: Job, now: int) -> int:
@@ -210,9 +212,11 @@ class Driver:
         stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
-            for j in stuck:
-                if j.id in fig.reheld and any(j.reason.startswith(r) for r in STUCK_REASONS):
-                    self.refusals[j.id] = self.refusals.get(j.id, 0) + 1
+        for j in jobs:  # Slurm refused a pin: it holds the job itself (BadConstraints) or we did
+            refused = j.kind in ("held", "committed") and any(j.reason.startswith(r) for r in STUCK_REASONS)
+            if refused and j.admin_comment.startswith(TAG) and (j.id, j.admin_comment) not in self.refused_pins:
+                self.refused_pins.add((j.id, j.admin_comment))  # each pin counted once
+                self.refusals[j.id] = self.refusals.get(j.id, 0) + 1
         snapshot, offered = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
         fig.read_s = time.perf_counter() - t0
         fig.queued, fig.running, fig.committed = len(snapshot.queued), len(snapshot.running), len(committed)

@@ -43,6 +43,8 @@ def parse_gres(text: str | None) -> dict[str, int]:
         fields = [f for f in part.strip().split(":") if f]
         if fields and fields[0] == "gres":
             fields = fields[1:]
+        if fields and fields[0].startswith("gres/"):  # later versions: gres/gpu:2
+            fields[0] = fields[0].removeprefix("gres/")
         if not fields or fields[0] == "(null)":
             continue
         count = int(fields[-1]) if len(fields) > 1 and fields[-1].isdigit() else 1
