@@ -543,7 +543,7 @@ def _add_campaign(sub: Any) -> None:
 
 
 def _add_slurm(sub: Any) -> None:
-    s = _parser(sub, "slurm", "a real Slurm cluster: a local one for tests and demos")
+    s = _parser(sub, "slurm", "a real Slurm cluster: dispatch it live, replay a trace on it, or start a local one")
     ssub = s.add_subparsers(dest="slurm_command", required=True)
     s = _parser(ssub, "local-cluster", "start or stop a real Slurm cluster on this host (root; Debian packages "
                                        "installed on demand)")
@@ -589,7 +589,7 @@ def _add_live(s: Any, poll: float = 1.0, state_dir: str | None = "cpdispatch-slu
                         "(None: a new temporary folder)")
     s.add_argument("--rehold-after", type=float, default=3.0, metavar="SECONDS",
                    help="hold again a released job not running after this long (it returns to the queue)")
-    s.add_argument("--conf", default=None, help="the cluster's slurm.conf (default: $SLURM_CONF or Slurm's own)")
+    s.add_argument("--conf", default=None, help="the cluster's slurm.conf (None: $SLURM_CONF, else Slurm's own)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
