@@ -213,7 +213,7 @@ class Driver:
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
         for j in jobs:  # Slurm refused a pin: it holds the job itself (BadConstraints) or we did
-            refused = j.kind in ("held", "committed") and any(j.reason.startswith(r) for r in STUCK_REASONS)
+            refused = (j.kind == "held" or j in stuck) and any(j.reason.startswith(r) for r in STUCK_REASONS)
             if refused and j.admin_comment.startswith(TAG) and (j.id, j.admin_comment) not in self.refused_pins:
                 self.refused_pins.add((j.id, j.admin_comment))  # each pin counted once
                 self.refusals[j.id] = self.refusals.get(j.id, 0) + 1
@@ -249,10 +249,10 @@ class Driver:
 
     def _stuck(self, job: SlurmJob, age: float) -> bool:
         """A released job that should go back to the queue: Slurm says it cannot run where it
-        is pinned; or it waits for its nodes (`Resources`) past `rehold_after`; or, not yet looked
+        is pinned (after its next tick); or it waits for its nodes (`Resources`) past `rehold_after`; or, not yet looked
         at by Slurm's scheduler (reason None), past 4 x `rehold_after` (a loaded controller)."""
         if any(job.reason.startswith(r) for r in STUCK_REASONS):
-            return True
+            return age >= 1.0  # a reason older than our release (Slurm's next tick renews it) is not a verdict
         return age > (4 * self.rehold_after if job.reason in ("None", "") else self.rehold_after)
 
     def _hold(self, ids: list[str], reasons: list[str]) -> list[str]:
