@@ -60,6 +60,14 @@ def duration_classes(run: np.ndarray) -> np.ndarray:
     return np.where(run < SHORT_S, "short", np.where(run <= MEDIUM_S, "medium", "long"))
 
 
+def slowdowns(wait: np.ndarray, run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Slowdown ((wait + run) / run; the wait itself, at least 1, for a zero run) and bounded
+    slowdown (run at least BOUND_S, at least 1) per job: the one definition of both."""
+    safe = np.where(run > 0, run, 1)
+    slowdown = np.where(run > 0, (wait + run) / safe, np.maximum(1, wait)).astype(np.float64)
+    return slowdown, np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+
+
 def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
     """Per started job (completed + killed): submit, start, end, wait, run, slowdown, bsld and
     its queue ("-": none)."""
@@ -69,9 +77,7 @@ def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
     end = np.fromiter((r.end for r in started), dtype=np.int64, count=len(started))
     wait = start - submit
     run = end - start
-    safe = np.where(run > 0, run, 1)
-    slowdown = np.where(run > 0, (wait + run) / safe, np.maximum(1, wait)).astype(np.float64)
-    bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+    slowdown, bsld = slowdowns(wait, run)
     queue = np.array([r.job.queue or "-" for r in started], dtype=object)
     return {"submit": submit, "start": start, "end": end, "wait": wait, "run": run,
             "slowdown": slowdown, "bounded_slowdown": bsld, "queue": queue}

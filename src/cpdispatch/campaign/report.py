@@ -37,7 +37,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 
 from ..errors import CpdispatchError  # noqa: E402
-from ..metrics import BOUND_S, MEDIUM_S, SHORT_S  # noqa: E402
+from ..metrics import BOUND_S, MEDIUM_S, SHORT_S, slowdowns  # noqa: E402
 from ..outputs_safety import replacing  # noqa: E402
 from ..plots import _bins  # noqa: E402
 
@@ -140,8 +140,7 @@ def job_metrics(jobs: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
     submit, start, end = col("submit"), col("start"), col("end")
     wait, run = start - submit, end - start
-    sld = np.where(run > 0, (wait + run) / np.where(run > 0, run, 1.0), np.maximum(1.0, wait))
-    bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
+    sld, bsld = slowdowns(wait, run)
     return pd.DataFrame({
         "section": runs["section"].to_numpy()[rows], "dispatcher": _labels(runs, "dispatcher", rows),
         "predictor": _labels(runs, "predictor", rows), "units": col("units"), "runtime": col("runtime"),

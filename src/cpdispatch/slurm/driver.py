@@ -34,6 +34,7 @@ from .state import (
     SlurmJob,
     build_system,
     feature_match,
+    most_units,
     read_jobs,
     read_node,
     up_partitions,
@@ -66,11 +67,14 @@ class RoundFigures:
     def total_s(self) -> float:
         return self.read_s + self.decide_s + self.apply_s
 
+    def actions(self) -> dict[str, list[str]]:
+        """The jobs per kind of action this round (the summary's counters use the same keys)."""
+        return {"started": self.starts, "reheld": self.reheld, "adjusted": self.adjusted, "refused": self.refused,
+                "failed": self.failed}
+
     def line(self) -> str:
-        started = "would start" if self.shadow else "started"
-        acts = [f"{k} {len(v)}" for k, v in ((started, self.starts), ("re-held", self.reheld),
-                                              ("adjusted", self.adjusted), ("refused", self.refused),
-                                              ("failed", self.failed)) if v]
+        said = {"started": "would start" if self.shadow else "started", "reheld": "re-held"}
+        acts = [f"{said.get(k, k)} {len(v)}" for k, v in self.actions().items() if v]
         return (f"round {self.round}: queued {self.queued}, running {self.running}, committed {self.committed}"
                 f"{'; ' + ', '.join(acts) if acts else ''}; read {self.read_s * 1e3:.0f} ms, decide "
                 f"{self.decide_s * 1e3:.0f} ms, apply {self.apply_s * 1e3:.0f} ms")
@@ -225,9 +229,9 @@ class Driver:
         fig.decide_s = time.perf_counter() - t1
         t2 = time.perf_counter()
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
-            self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, nodes)
+            self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, index, nodes)
         fig.apply_s = time.perf_counter() - t2
-        acted = bool(fig.starts or fig.reheld or fig.refused or fig.failed or fig.adjusted)
+        acted = any(fig.actions().values())
         if acted or fig.queued or fig.round % 60 == 1:  # idle rounds: one in 60 (the journal grows less)
             self.journal.write("round", round=fig.round, now=now, queued=fig.queued, running=fig.running,
                                committed=fig.committed, read_s=round(fig.read_s, 4),
@@ -240,8 +244,7 @@ class Driver:
 
     def _count(self, fig: RoundFigures) -> None:
         self.rounds += 1
-        for key, ids in (("started", fig.starts), ("reheld", fig.reheld), ("adjusted", fig.adjusted),
-                         ("refused", fig.refused), ("failed", fig.failed)):
+        for key, ids in fig.actions().items():
             self.counts[key] += len(ids)
         for key, value in (("read", fig.read_s), ("decide", fig.decide_s), ("apply", fig.apply_s),
                            ("round", fig.total_s)):
@@ -322,9 +325,9 @@ class Driver:
             counts.append(k)
         if not on:
             return []
-        job = replace(j.job(system.types, self.default_walltime), units=sum(counts))
-        pred = self._predict(j.job(system.types, self.default_walltime), now)
-        return [RunningJob(job, now, pred, Allocation(tuple(on), tuple(counts)))]
+        job = j.job(system.types, self.default_walltime)
+        pred = self._predict(job, now)
+        return [RunningJob(replace(job, units=sum(counts)), now, pred, Allocation(tuple(on), tuple(counts)))]
 
     def _never(self, j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
         """Why a held job cannot be offered to the dispatcher now ("" = it can)."""
@@ -335,20 +338,16 @@ class Driver:
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
             return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
                     "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
-        if j.request.distinct:  # one unit per node
-            fit = int((system.units_fitting(system.capacity, job.req) > 0).sum())
-        else:
-            fit = system.max_units(job.req)
+        fit = most_units(system, job.req, j.request.distinct)
         if fit < job.units:
             return system.unfit_reason(job.units, job.req, fit)
         return ""
 
     def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,
-               status: str, partitions: dict[str, list[str]], nodes: list[Node]) -> None:
+               status: str, partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:
         """Check each start against the free amounts (after the starts before it), pin the good
         ones and release them in one command."""
         system = snapshot.system
-        index = {name: i for i, name in enumerate(system.node_names)}
         features = {n.name: n.features for n in nodes}
         free = snapshot.free.copy()
         queued = {q.job.id: q.job for q in snapshot.queued}

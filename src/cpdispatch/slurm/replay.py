@@ -17,13 +17,13 @@ from .. import interrupt
 from ..dispatchers.base import Dispatcher
 from ..errors import CpdispatchError
 from ..job import Job
-from ..metrics import BOUND_S
+from ..metrics import slowdowns
 from ..predictors.base import Predictor
 from ..system import System
 from . import local_cluster
 from .commands import SlurmCommands
 from .driver import Driver
-from .state import SlurmJob, build_system, read_node, up_partitions
+from .state import SlurmJob, build_system, most_units, read_node, up_partitions
 
 MAX_LOCAL_NODES = 64
 TAG_NAME = "cpd-replay-"
@@ -53,9 +53,8 @@ def plan(jobs: list[Job], scale: float) -> list[Planned]:
 def fits(job: Job, system: System) -> bool:
     """Whether the job, submitted as `sbatch_request` asks, can ever run on `system` (GPU jobs
     take one node per unit)."""
-    if dict(zip(system.types, job.req)).get("gpu"):
-        return int((system.units_fitting(system.capacity, job.req) > 0).sum()) >= job.units
-    return system.max_units(job.req) >= job.units
+    one_per_node = bool(dict(zip(system.types, job.req)).get("gpu"))
+    return most_units(system, job.req, one_per_node) >= job.units
 
 
 def specs_for(system: System) -> list[local_cluster.NodeSpec]:
@@ -188,8 +187,7 @@ def compare(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     live_w, sim_w, live_r, sim_r = arr("live_wait"), arr("sim_wait"), arr("live_run"), arr("sim_run")
     sub = arr("submit_s")
-    live_b = np.maximum(1.0, (live_w + live_r) / np.maximum(live_r, BOUND_S))
-    sim_b = np.maximum(1.0, (sim_w + sim_r) / np.maximum(sim_r, BOUND_S))
+    live_b, sim_b = slowdowns(live_w, live_r)[1], slowdowns(sim_w, sim_r)[1]
     start_diff = (sub + live_w) - (sub + sim_w)
     return {
         "jobs": len(rows), "mean_wait_live": float(live_w.mean()), "mean_wait_sim": float(sim_w.mean()),
