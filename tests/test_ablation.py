@@ -47,7 +47,7 @@ def test_hcp_base_keeps_the_rest_of_the_queue_fixed_at_the_end_of_the_horizon() 
 def test_base_to_1_the_postponed_jobs_make_the_base_model_infeasible_and_version_1_starts() -> None:
     snap = queue_beyond_m()
     base = cp("hcp", q_length=1, fallback=False).decide(snap)
-    assert base.starts == () and base.status == "fallback"  # the paper's failure mode: nothing starts
+    assert base.starts == () and base.status == "unsolved"  # the paper's failure mode: nothing starts
     assert [s.job_id for s in cp("hcp1", q_length=1, fallback=False).decide(snap).starts] == ["a"]
     # with the greedy fallback (our default) the base version starts the greedy plan's job
     assert [s.job_id for s in cp("hcp", q_length=1).decide(snap).starts] == ["a"]

@@ -212,6 +212,7 @@ def catalogue() -> str:
     plugins (entry points), and the predictors."""
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
+    from .dispatchers.cp.profiles import FREE, paper_overrides
     from .predictors import PREDICTORS
     from .predictors import plugins as predictor_plugins
 
@@ -227,11 +228,15 @@ def catalogue() -> str:
         lines.append(f"{name}{' (= ' + ', '.join(alias) + ')' if alias else ''}: {cls.summary}")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in cls.options
                   if (o.name, repr(o.default)) not in shared or cls not in cp]
+        if cls in cp:
+            sets = paper_overrides(name, {o.name: o.default for o in cls.options})
+            lines.append("    profile=paper sets " + ", ".join(f"{k}={v!r}" for k, v in sets.items()))
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
     if shared:
         lines.append("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
+        lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(FREE[1:])}")
     lines.append(f"\npredictors: {', '.join(PREDICTORS)}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
     lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "

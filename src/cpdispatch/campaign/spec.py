@@ -21,10 +21,10 @@ from ..system import preset_names
 from ..workloads import LOAD_FACTOR_RANGE
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
-            "kill_at_walltime")
+            "kill_at_walltime", "profile")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors")
-DISPATCHER_KEYS = ("name", "label", "options")
+DISPATCHER_KEYS = ("name", "label", "options", "profile")
 GENERATORS = ("eurora",)
 
 
@@ -69,7 +69,10 @@ def load_campaign(path: str | Path) -> Campaign:
         raise InputError(where, None, "name", "a non-empty string is required")
     replicas = _int(where, "replicas", data.get("replicas", 1), 1)
     jitter = _int(where, "jitter", data.get("jitter", 0), 0)
-    dispatchers = [_dispatcher(where, i, d) for i, d in enumerate(_list(where, data, "dispatchers"))]
+    profile = data.get("profile")
+    if profile is not None:
+        profile = _str(where, "profile", profile)
+    dispatchers = [_dispatcher(where, i, d, profile) for i, d in enumerate(_list(where, data, "dispatchers"))]
     labels = [d["label"] for d in dispatchers]
     if len(set(labels)) != len(labels):
         raise InputError(where, None, "dispatchers", "two dispatchers share a label: give one a `label`")
@@ -130,8 +133,10 @@ def _factor(where: str, i: int, value: object, prefix: str = "") -> float:
     return float(value)
 
 
-def _dispatcher(where: str, i: int, entry: object) -> dict[str, Any]:
-    """A name, or {name, label, options}: options as strings (what -o takes), sorted."""
+def _dispatcher(where: str, i: int, entry: object, profile: str | None = None) -> dict[str, Any]:
+    """A name, or {name, label, options, profile}: options as strings (what -o takes), sorted. A
+    profile (the entry's, else the campaign's) becomes the option `profile` of the dispatchers that
+    have one (the CP dispatchers); the campaign's leaves the others as they are."""
     if isinstance(entry, str):
         entry = {"name": entry}
     if not isinstance(entry, dict):
@@ -141,9 +146,24 @@ def _dispatcher(where: str, i: int, entry: object) -> dict[str, Any]:
     options = entry.get("options", {})
     if not isinstance(options, dict):
         raise InputError(where, None, f"dispatchers[{i}].options", "expected a table of option = value")
+    own = entry.get("profile")
+    if own is not None:
+        options = {**options, "profile": _str(where, f"dispatchers[{i}].profile", own)}
+    elif profile is not None and "profile" not in options and _has_profile(name):
+        options = {**options, "profile": profile}
     opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in sorted(options.items())}
     label = _str(where, f"dispatchers[{i}].label", entry.get("label", name))
     return {"name": name, "label": label, "options": opts}
+
+
+def _has_profile(name: str) -> bool:
+    from ..dispatchers.base import dispatcher_class
+    from ..errors import CpdispatchError
+
+    try:
+        return any(o.name == "profile" for o in dispatcher_class(name).options)
+    except CpdispatchError:  # not a built-in dispatcher: `_check_names` says what is wrong
+        return False
 
 
 def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:

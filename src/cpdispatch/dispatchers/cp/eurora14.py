@@ -123,11 +123,10 @@ class Eurora14(CpDispatcher):
 
     def phase_limits(self) -> tuple[float, float]:
         """(wall, deterministic) limits of one phase's solve."""
-        if self.deterministic_time > 0:
-            return 0.0, self.deterministic_time
         if self.policy == "fast":
-            return self.initial_limit, self.fast_budget
-        return self.initial_limit, 0.0
+            return (0.0, self.deterministic_time) if self.deterministic_time > 0 else (self.initial_limit,
+                                                                                      self.fast_budget)
+        return self.solve_limits(self.initial_limit)
 
     def optimise(self, inst: Instance) -> Outcome:
         """Pure phases for the constrained objectives (their theta), then the primary objective
@@ -138,13 +137,16 @@ class Eurora14(CpDispatcher):
         def value(kind: str, plan: Plan) -> int:
             return objectives.evaluate(kind, inst, plan.starts)
 
-        try:
-            greedy: Plan | None = greedy_plan(inst)
-        except ValueError:
-            greedy = None
-        if greedy is not None and not any(greedy.starts.values()):  # all start now: optimal for all
+        greedy: Plan | None = None
+        if self.hint or self.shortcut or self.fallback:
+            try:
+                greedy = greedy_plan(inst)
+            except ValueError:
+                greedy = None
+        if self.shortcut and greedy is not None and not any(greedy.starts.values()):  # optimal for all
             return Outcome(greedy, "optimal", value(primary, greedy), True)
-        plans: list[Plan] = [greedy] if greedy is not None else []
+        # the plans a hint, a theta and the final choice may come from (greedy: only as a fallback)
+        plans: list[Plan] = [greedy] if greedy is not None and self.fallback else []
         wall, dtime = self.phase_limits()
         quick = self.policy == "fast"  # the front end's fast policy: quick-restart portfolio
         thetas: dict[str, int] = {}
@@ -154,7 +156,7 @@ class Eurora14(CpDispatcher):
         optimal = False
         for kind in self.kinds[1:]:
             pure = self.model(inst, kind)
-            hint = min(plans, key=partial(value, kind)) if plans else None
+            hint = min(plans, key=partial(value, kind)) if plans and self.hint else None
             _, plan = self.solve_once(pure, hint, wall, dtime, quick=quick)
             if plan is not None:
                 plans.append(plan)
@@ -163,7 +165,7 @@ class Eurora14(CpDispatcher):
         bounds = composite_bounds(self.kinds, thetas, self.tolerance)
         while True:
             built = self.model(inst, primary, bounds)
-            hint = min(plans, key=partial(_rank, inst, primary, bounds)) if plans else None
+            hint = min(plans, key=partial(_rank, inst, primary, bounds)) if plans and self.hint else None
             status, final = self.solve_once(built, hint, wall, dtime, quick=quick)
             if status != cp_model.INFEASIBLE or not bounds:
                 break
@@ -172,7 +174,7 @@ class Eurora14(CpDispatcher):
         if final is not None:
             plans.append(final)
         if not plans:
-            return Outcome(None, "fallback", None, False, built)
+            return Outcome(None, "fallback" if self.fallback else "unsolved", None, False, built)
         best = min(plans, key=partial(_rank, inst, primary, bounds))
         if final is not None and value(primary, best) == value(primary, final):
             status_text = "optimal" if optimal else "feasible"

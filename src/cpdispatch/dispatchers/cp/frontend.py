@@ -49,6 +49,7 @@ from ..base import Dispatcher, Option
 from ..pbs import EWT_PRESETS, parse_ewt
 from .greedy import greedy_plan, plan_objective
 from .instance import BuiltModel, CpJob, CpRunning, Instance, ModelTooLarge, Plan
+from .profiles import apply_profile
 
 PRIORITIES = ("slowdown", "ewt", "ewt-shipped")
 POLICIES = ("fast", "paper", "cp19", "pcp20", "doubling")
@@ -83,6 +84,14 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
                           "places them all (the model's objective does not see scarcity); not with blocked"),
     ("blocked", 0, "also model the first N queued jobs (priority order) that cannot start now, as "
                    "future starts, so that an allocation that delays them costs in the objective"),
+    ("hint", True, "give CP-SAT the greedy plan (and each re-solve the best plan so far) as a hint (false: "
+                   "the papers' cold solves)"),
+    ("shortcut", True, "skip the solver when the greedy plan starts every selected job now"),
+    ("limit_scale", 1.0, "paper time policies: multiply every time limit (e.g. 0.1 for a faster machine "
+                         "and solver than the papers' OR-Tools 7.3)"),
+    ("profile", "default", "default (ours) | paper: set every option as the dispatcher's paper does "
+                           "(`cpdispatch dispatchers` lists them); only seed, limit_scale and "
+                           "deterministic_time stay free"),
 )
 
 
@@ -164,8 +173,18 @@ class CpDispatcher(Dispatcher):
     allocator: str
     reallocate: bool
     blocked: int
+    hint: bool
+    shortcut: bool
+    limit_scale: float
+    profile: str
 
     def __init__(self, **values: Any) -> None:
+        defaults = {o.name: o.default for o in self.options}
+        if set(values) <= set(defaults):  # an unknown option is the base class's error
+            try:
+                values = apply_profile(type(self).name, defaults, values)
+            except ValueError as exc:
+                raise CpdispatchError(f"dispatcher {self.name}: {exc}") from None
         super().__init__(**values)
         for opt, allowed in (("priority", PRIORITIES), ("time_policy", POLICIES), ("search", SEARCHES)):
             if getattr(self, opt) not in allowed:
@@ -176,6 +195,11 @@ class CpDispatcher(Dispatcher):
             raise CpdispatchError(f"dispatcher {self.name}: allocator must be best-fit or scarce-fit")
         if self.blocked < 0:
             raise CpdispatchError(f"dispatcher {self.name}: blocked must be >= 0")
+        if not self.limit_scale > 0:
+            raise CpdispatchError(f"dispatcher {self.name}: limit_scale must be > 0")
+        if self.limit_scale != 1.0 and self.time_policy == "fast":
+            raise CpdispatchError(f"dispatcher {self.name}: limit_scale scales the papers' time policies; "
+                                  "the fast policy has fast_budget and fast_conflicts")
         self._alloc = get_allocator(self.allocator)
         self._ewt = parse_ewt(resolve_ewt(self.ewt))
         self._max_ewt = max(self._ewt.values())
@@ -274,17 +298,17 @@ class CpDispatcher(Dispatcher):
             self.cur_q_length = max(1, min(self.cur_q_length, len(selected)) // 2)
         else:
             self.cur_q_length = max(1, self.cur_q_length // 2)
+        built = out.built
+        variables = built.variables if built is not None else None
+        constraints = built.constraints if built is not None else None
         if out.plan is None:
-            return Decision(status="fallback")
+            return Decision(status=out.status, variables=variables, constraints=constraints)
         # with blocked jobs in the model, its placement accounts for them: keep it
         starts, dropped = extract_starts(snapshot, inst, out.plan, self.reallocate and not self.blocked)
         status = out.status if not dropped else f"{out.status}:dropped={dropped}"
         later = {j: inst.time + s for j, s in out.plan.starts.items() if s > 0}
-        built = out.built
         return Decision(
-            starts=starts, status=status,
-            variables=built.variables if built is not None else None,
-            constraints=built.constraints if built is not None else None,
+            starts=starts, status=status, variables=variables, constraints=constraints,
             objective=float(out.objective) if out.objective is not None else None,
             plan=later,
         )
@@ -292,18 +316,21 @@ class CpDispatcher(Dispatcher):
     def optimise(self, inst: Instance) -> Outcome:
         """The greedy plan, improved by the solver when it can. Only the solver's own outcomes (no
         plan in time, infeasible) and the model's size guard lead to the greedy plan or the
-        fallback; any other exception is a bug and propagates."""
+        fallback; any other exception is a bug and propagates. The greedy plan is not even made
+        when nothing uses it (`hint`, `shortcut` and `fallback` off: the papers' set-up)."""
         kind = self.objective_kind
         try:
             built: BuiltModel | None = self.build(inst)
         except ModelTooLarge:  # the model's own size guard: the greedy plan, no solve tried
             built = None
-        try:
-            greedy: Plan | None = built.greedy_plan() if built is not None else greedy_plan(inst)
-        except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
-            greedy = None
+        greedy: Plan | None = None
+        if built is None or self.hint or self.shortcut or self.fallback:
+            try:
+                greedy = built.greedy_plan() if built is not None else greedy_plan(inst)
+            except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
+                greedy = None
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
-        if greedy is not None and not any(greedy.starts.values()) and not inst.postponed:
+        if self.shortcut and greedy is not None and not any(greedy.starts.values()) and not inst.postponed:
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
         if built is None:
@@ -312,9 +339,11 @@ class CpDispatcher(Dispatcher):
             return Outcome(greedy, "greedy:too-large", g_obj, None)
         if self.search_kind == "fixed":
             built.add_search()
-        best, optimal, solved = self.run_policy(built, greedy)
+        best, optimal, solved = self.run_policy(built, greedy if self.hint else None)
         if best is None:
-            return Outcome(greedy if self.fallback else None, "fallback", g_obj, False, built)
+            if self.fallback:
+                return Outcome(greedy, "fallback", g_obj, False, built)
+            return Outcome(None, "unsolved", None, False, built)
         b_obj = plan_objective(kind, inst, best)
         if self.fallback and g_obj is not None and greedy is not None and g_obj < b_obj:
             return Outcome(greedy, "fallback", g_obj, solved, built)
@@ -322,26 +351,30 @@ class CpDispatcher(Dispatcher):
 
     # -- time policies --------------------------------------------------------------------------
 
+    def solve_limits(self, seconds: float) -> tuple[float, float]:
+        """(wall, deterministic) limits of a solve the paper gives `seconds`, times `limit_scale`;
+        deterministic ones when `deterministic_time` > 0 (it stands for the first limit)."""
+        scaled = seconds * self.limit_scale
+        if self.deterministic_time > 0:
+            return 0.0, self.deterministic_time * scaled / self.initial_limit
+        return scaled, 0.0
+
     def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan | None, bool, bool]:
-        """(best plan, proven optimal, solved) under the selected time policy."""
+        """(best plan, proven optimal, solved) under the selected time policy. `greedy` is the
+        hint (None: cold solves); with `hint`, each re-solve is hinted with the best plan so far."""
         kind, inst = self.objective_kind, built.instance
-        det, first = self.deterministic_time, self.initial_limit
-
-        def limits(seconds: float) -> tuple[float, float]:
-            """(wall, deterministic) limits for a solve the paper gives `seconds`."""
-            return (0.0, det * seconds / first) if det > 0 else (seconds, 0.0)
-
         if self.policy == "fast":
-            wall, dtime = (0.0, det) if det > 0 else (first, self.fast_budget)
+            det = self.deterministic_time
+            wall, dtime = (0.0, det) if det > 0 else (self.initial_limit, self.fast_budget)
             status, plan = self.solve_once(built, greedy, wall, dtime, quick=True, conflicts=self.fast_conflicts)
             return plan, status == cp_model.OPTIMAL, plan is not None
         best: Plan | None = None
         best_obj: int | None = None
         values: list[int] = []
-        seconds = first
+        seconds = self.initial_limit
         step = 0
         while True:
-            status, plan = self.solve_once(built, best or greedy, *limits(seconds))
+            status, plan = self.solve_once(built, (best or greedy) if self.hint else None, *self.solve_limits(seconds))
             if plan is not None:
                 obj = plan_objective(kind, inst, plan)
                 if best_obj is None or obj < best_obj:
