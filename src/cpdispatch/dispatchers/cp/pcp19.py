@@ -5,8 +5,10 @@ scheduling and per-node allocation in one CP-SAT model. `PerNodeModel` is also t
 The original (OR-Tools' legacy CP solver) gives each queued job one interval and, per node, as
 many optional *unit* intervals as units fit there, tied by a k-of-n `Alternative` (exactly n_j unit
 intervals present, all synchronised with the job), and one cumulative per (node, type). CP-SAT has
-no k-of-n alternative, and the unit intervals of one job on one node are interchangeable, so the
-model counts them (reference notes, "Mapping to OR-Tools CP-SAT", PCP'19 paragraph):
+no k-of-n alternative. Two layouts (`layout`) express it:
+
+``counts`` (default): the unit intervals of one job on one node are interchangeable, so the model
+counts them (reference notes, "Mapping to OR-Tools CP-SAT", PCP'19 paragraph):
 
 * per queued job j: a start s_j in [0, H] (H = the instance's end of horizon);
 * per candidate node k of j: a unit count u_jk in [0, min(fit_jk, n_j)], where fit_jk is the number
@@ -25,13 +27,23 @@ model counts them (reference notes, "Mapping to OR-Tools CP-SAT", PCP'19 paragra
   n_j * a_jr and the system total as capacity: implied by the per-node ones, it gives propagation
   and the fixed search the aggregated (HCP) view before the counts are fixed.
 
+``units`` (the paper's, for model-size and solve-time comparisons with it): per candidate node k
+of j, cap_jk = min(fit_jk, n_j) Boolean presences p_jki, each with its own optional fixed-size
+interval [s_j, s_j + d_j) (synchronised with the job through the shared start), sum_{k,i} p_jki =
+n_j (the k-of-n alternative), and each unit interval demands the constant a_jr in its node's
+cumulatives. The running jobs, the skip rule, the redundant cumulative and the objective are the
+counts layout's. As in the paper, nothing breaks the symmetry between the interchangeable unit
+intervals of one node: any u of them present is the same allocation, which the search may visit
+many times; that cost is part of what the layout is kept to measure.
+
 Interval lengths are taken >= 1 even when the front end's clamp is off (as in `greedy` and PCP'20):
 a running job holds its nodes now whatever its prediction, so a job planned at 0 really fits now.
 The ablation's documented effect of no clamp remains: the horizon (sum of remaining times and
 durations) shrinks with underestimated running jobs and can make the instance infeasible.
 
-The model's size grows with the number of candidate nodes per job: that is the point of the
-comparison with PCP'20, whose size does not depend on the system size.
+The model's size grows with the number of candidate nodes per job (with the units that fit on
+them in the units layout): that is the point of the comparison with PCP'20, whose size does not
+depend on the system size.
 
 Dispatchers (only these differ, reference notes 2.1):
 
@@ -47,7 +59,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,12 +77,71 @@ from .instance import BuiltModel, CpJob, Instance, Plan
 #: plan starts nothing now (the original's bound was 125 s).
 PCP_BASE_LIMITS = (60.0, 120.0)
 
+#: `PerNodeModel` layouts (module doc): unit counts per node, or the paper's unit intervals.
+LAYOUTS = ("counts", "units")
+
+#: what a node's cumulative gets from one interval: (interval, demand multiplier, request, most units)
+_Entry = tuple[cp_model.IntervalVar, Any, tuple[int, ...], int]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUnits:
+    """One queued job's units on one candidate node, in either layout, so that the hint, the
+    extraction and the search need not know which.
+
+    `terms` sum to the number of units there: (u_jk,) or (b_jk,) (counts), or the unit presences
+    (units). `lits[i]` is hinted true iff more than i units are there: b_jk (counts), p_jk(i+1)
+    (units: any u present unit intervals are the same allocation, a hint takes the first u).
+    `count` is u_jk when the counts layout needs an integer beside b_jk (cap > 1)."""
+
+    node: int
+    lits: tuple[cp_model.IntVar, ...]
+    count: cp_model.IntVar | None = None
+
+    @property
+    def terms(self) -> tuple[cp_model.IntVar, ...]:
+        return self.lits if self.count is None else (self.count,)
+
+    def hint(self, model: cp_model.CpModel, used: int) -> None:
+        if self.count is not None:
+            model.add_hint(self.count, used)
+        for i, lit in enumerate(self.lits):
+            model.add_hint(lit, int(used > i))
+
+
+def _counts_on_node(
+    m: cp_model.CpModel, job: CpJob, k: int, cap: int, start: cp_model.IntVar, length: int
+) -> tuple[NodeUnits, list[_Entry]]:
+    """u_jk, b_jk and one optional interval demanding u_jk * a_jr."""
+    demand: int | cp_model.IntVar
+    if cap == 1:  # the literal is the count; an absent interval demands nothing: constant demand
+        b = m.new_bool_var("")
+        units, demand = NodeUnits(k, (b,)), 1
+    else:
+        u = m.new_int_var(0, cap, "")
+        b = m.new_bool_var("")
+        m.add(u <= cap * b)  # b = 0 -> no unit on k
+        m.add(u >= b)  # b = 1 -> at least one unit on k
+        units, demand = NodeUnits(k, (b,), u), u
+    iv = m.new_optional_fixed_size_interval_var(start, length, b, "")
+    return units, [(iv, demand, job.req, cap)]
+
+
+def _units_on_node(
+    m: cp_model.CpModel, job: CpJob, k: int, cap: int, start: cp_model.IntVar, length: int
+) -> tuple[NodeUnits, list[_Entry]]:
+    """The paper's: `cap` presences, each with its own optional unit interval of constant demand."""
+    lits = tuple(m.new_bool_var("") for _ in range(cap))
+    ivs = [m.new_optional_fixed_size_interval_var(start, length, p, "") for p in lits]
+    return NodeUnits(k, lits), [(iv, 1, job.req, 1) for iv in ivs]
+
 
 class PerNodeModel(BuiltModel):
-    """Scheduling + per-node unit counts for every queued job of `instance` (see the module doc).
+    """Scheduling + per-node allocation for every queued job of `instance` (see the module doc).
 
     `free_now`: candidate nodes and per-node caps from the current free amounts (PCP1-3) instead of
     the full capacity (PCP base, Eurora'14). `redundant`: add the per-type total cumulative.
+    `layout`: "counts" (unit counts per node) or "units" (the paper's unit intervals).
     `bounds`: extra constraints `objective(kind) <= value` (the 2014 composite objectives).
     `objective_kind=None` posts no objective (feasibility only).
 
@@ -87,7 +158,10 @@ class PerNodeModel(BuiltModel):
         free_now: bool = True,
         redundant: bool = True,
         bounds: Mapping[str, int] | None = None,
+        layout: str = "counts",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
         super().__init__(instance, objective_kind or "")
         m = self.model
         horizon = max(0, instance.horizon)
@@ -95,18 +169,19 @@ class PerNodeModel(BuiltModel):
         capacity = instance.capacity
         n_nodes, n_types = capacity.shape
         self.free_now = free_now
+        self.layout = layout
+        on_node_vars = _units_on_node if layout == "units" else _counts_on_node
 
-        #: per job: its candidate nodes with their count variable (node order)
-        self.counts: dict[str, list[tuple[int, cp_model.IntVar]]] = {}
-        #: per job: the presence literal of each candidate node (aligned with `counts`)
-        self.presence: dict[str, list[cp_model.IntVar]] = {}
+        #: per job: its candidate nodes (node order) with their variables
+        self.node_units: dict[str, list[NodeUnits]] = {}
+        #: optional intervals of queued jobs: one per candidate node (counts) or per unit (units)
+        self.optional_intervals = 0
         #: per job: the most units each node may take (0 = not a candidate), over all nodes
         self.caps: dict[str, np.ndarray] = {}
         self.dropped: list[str] = []
         self._repaired: Plan | None = None
 
-        # per node: (interval, count expression or constant, per-unit request, largest count)
-        on_node: dict[int, list[tuple[cp_model.IntervalVar, Any, tuple[int, ...], int]]] = {}
+        on_node: dict[int, list[_Entry]] = {}
         fit_cache: dict[tuple[int, ...], np.ndarray] = {}
         kept: list[CpJob] = []
         for job in instance.jobs:
@@ -128,24 +203,14 @@ class PerNodeModel(BuiltModel):
             start = m.new_int_var(0, horizon, f"s_{job.id}")
             self.start_vars[job.id] = start
             length = max(1, job.duration)
-            pairs: list[tuple[int, cp_model.IntVar]] = []
-            lits: list[cp_model.IntVar] = []
+            per_node: list[NodeUnits] = []
             for k, cap in zip(nodes.tolist(), caps[nodes].tolist()):
-                if cap == 1:
-                    u = b = m.new_bool_var("")
-                else:
-                    u = m.new_int_var(0, cap, "")
-                    b = m.new_bool_var("")
-                    m.add(u <= cap * b)  # b = 0 -> no unit on k
-                    m.add(u >= b)  # b = 1 -> at least one unit on k
-                iv = m.new_optional_fixed_size_interval_var(start, length, b, "")
-                # an absent interval demands nothing: with one unit at most, the demand is constant
-                on_node.setdefault(k, []).append((iv, 1 if cap == 1 else u, job.req, cap))
-                pairs.append((k, u))
-                lits.append(b)
-            m.add(cp_model.LinearExpr.sum([u for _, u in pairs]) == job.units)
-            self.counts[job.id] = pairs
-            self.presence[job.id] = lits
+                units, entries = on_node_vars(m, job, k, cap, start, length)
+                on_node.setdefault(k, []).extend(entries)
+                self.optional_intervals += len(entries)
+                per_node.append(units)
+            m.add(cp_model.LinearExpr.sum([t for units in per_node for t in units.terms]) == job.units)
+            self.node_units[job.id] = per_node
         self.kept: tuple[CpJob, ...] = tuple(kept)
 
         # running jobs: one fixed interval [0, max(1, remaining)) each, with their units per node
@@ -194,6 +259,12 @@ class PerNodeModel(BuiltModel):
             m.add(objectives.expression(kind, m, instance, self.start_vars, self.kept) <= value)
         self._aux = list(range(first_aux, len(m.proto.variables)))
 
+    @property
+    def counts(self) -> dict[str, list[tuple[int, cp_model.LinearExprT]]]:
+        """Per job: its candidate nodes with the number of units there (a variable or a sum)."""
+        return {j: [(n.node, cp_model.LinearExpr.sum(list(n.terms))) for n in per_node]
+                for j, per_node in self.node_units.items()}
+
     # -- hooks ---------------------------------------------------------------------------------------
 
     def add_hint(self, plan: Plan) -> None:
@@ -216,10 +287,8 @@ class PerNodeModel(BuiltModel):
                 continue
             m.add_hint(self.start_vars[job.id], min(max(0, s), max(0, self.instance.horizon)))
             used = np.bincount(np.asarray(plan.nodes.get(job.id, ()), dtype=np.int64), minlength=n_nodes)
-            for (k, u), b in zip(self.counts[job.id], self.presence[job.id]):
-                m.add_hint(u, int(used[k]))
-                if b is not u:
-                    m.add_hint(b, int(used[k] > 0))
+            for units in self.node_units[job.id]:
+                units.hint(m, int(used[units.node]))
         if all(j.id in plan.starts for j in self.kept):
             self._hint_aux(plan.starts)
 
@@ -253,27 +322,29 @@ class PerNodeModel(BuiltModel):
                 self.model.add_hint(var, int(starts[j.id] + j.wait > j.ewt))
 
     def extract(self, solver: object) -> Plan:
-        """Start of every job in the model and its nodes (node k repeated u_jk times)."""
+        """Start of every job in the model and its nodes (node k repeated as many times as it has
+        units: u_jk, or the number of its unit intervals present)."""
         value = solver.Value  # type: ignore[attr-defined]
         plan = Plan()
         for job in self.kept:
             plan.starts[job.id] = int(value(self.start_vars[job.id]))
             nodes: list[int] = []
-            for k, u in self.counts[job.id]:
-                nodes.extend([k] * int(value(u)))
+            for units in self.node_units[job.id]:
+                nodes.extend([units.node] * sum(int(value(t)) for t in units.terms))
             plan.nodes[job.id] = tuple(nodes)
         return plan
 
     def add_search(self) -> None:
         """Starts in priority order (earliest possible start first, at its minimum), then the counts
-        (node order, as many units as possible): the original's list-scheduling dive."""
+        or unit presences (node order, as many units as possible): the original's list-scheduling
+        dive."""
         m = self.model
         starts = [self.start_vars[j.id] for j in self.kept]
         if starts:
             m.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
-        counts = [u for j in self.kept for _, u in self.counts[j.id]]
-        if counts:
-            m.add_decision_strategy(counts, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        terms = [t for j in self.kept for units in self.node_units[j.id] for t in units.terms]
+        if terms:
+            m.add_decision_strategy(terms, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
 
 def restricted_greedy(built: PerNodeModel) -> Plan | None:
