@@ -1,18 +1,24 @@
 """PCP'19 in the paper's layout (`PerNodeModel(layout="units")`: one optional interval per unit that
 fits on each node): same optimum as the counts layout, valid plans, a hand-counted size, hints,
-the fixed search."""
+the fixed search, and the dispatchers' `layout` option."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+import cpdispatch as cpd
+from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp import objectives
+from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp19 import PerNodeModel, restricted_greedy
+from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System, units_fitting
+from cpdispatch.validate import schedule_errors
 
 from .cp_helpers import load_ok, make_instance
 from .helpers import on
@@ -167,3 +173,39 @@ def test_fixed_search_and_repaired_hint_in_the_units_layout() -> None:
     assert solver.solve(hinted.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     repaired = restricted_greedy(hinted)
     assert repaired is not None and hinted.extract(solver).starts == repaired.starts
+
+
+# -- (c) the dispatchers' option -------------------------------------------------------------------------
+
+
+def test_pcp19_with_the_units_layout_makes_valid_decisions() -> None:
+    """A congested Eurora run in which the model's own plans are enacted (no greedy fallback): every
+    start the units layout plans now is accepted, none is dropped as invalid, the schedule is valid."""
+    system = cpd.System.preset("eurora")
+    jobs = cpd.generate_eurora(80, seed=5, gpu_share=0.5)
+    options = {"layout": "units", "fastpath": "false", "fallback": "false"}
+    result = cpd.simulate(system, jobs, dispatcher="pcp19", options=options, load_factor=200.0)
+    statuses = result.decisions["status"].tolist()
+    assert result.summary["completed"] == result.summary["jobs"] == 80
+    assert schedule_errors(result.raw) == [] and not result.raw.refused
+    assert not any("dropped" in s for s in statuses)
+    assert {"optimal", "feasible"} <= set(statuses), statuses
+
+
+@pytest.mark.parametrize("name", ["pcp", "pcp1", "pcp2", "pcp3", "pcp19"])
+def test_layout_option_reaches_the_model(name: str) -> None:
+    inst = hand_instance()
+    for layout in ("counts", "units"):
+        disp = make_dispatcher(name, {"layout": layout})
+        assert isinstance(disp, CpDispatcher)
+        built = disp.build(inst)
+        assert isinstance(built, PerNodeModel) and built.layout == layout
+    assert make_dispatcher(name).layout == "counts"  # type: ignore[attr-defined]
+
+
+def test_invalid_layout_is_a_one_line_error() -> None:
+    with pytest.raises(CpdispatchError) as err:
+        make_dispatcher("pcp19", {"layout": "boxes"})
+    assert str(err.value) == "dispatcher pcp3: layout must be one of counts, units"
+    with pytest.raises(ValueError, match="layout"):
+        PerNodeModel(hand_instance(), None, layout="boxes")

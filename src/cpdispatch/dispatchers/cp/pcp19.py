@@ -66,6 +66,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...allocators import best_fit
+from ...errors import CpdispatchError
 from ...system import units_fitting
 from ..base import Option, registered
 from . import objectives
@@ -393,19 +394,30 @@ def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
 _REDUNDANT = Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model")
 _FREE_NOW = Option("free_now", True, "queued jobs only on nodes with room now (the original's restriction)")
 _FULL_CAPACITY = Option("free_now", False, "queued jobs only on nodes with room now (PCP1-3's restriction)")
+_LAYOUT = Option("layout", "counts", "counts (unit counts per node) | units (the CP'19 paper's layout: one "
+                                     "optional interval per unit that fits on each node; size grows with "
+                                     "units x nodes)")
 
 
 class PerNodeDispatcher(CpDispatcher):
     """CP'19 PCP family: the front end with `PerNodeModel`. `free_now` (option) restricts queued
-    jobs to the nodes with room now (PCP1-3, the original); false lets plans use every node."""
+    jobs to the nodes with room now (PCP1-3, the original); false lets plans use every node.
+    `layout=units` builds the paper's model instead of the counts (same plans, larger model)."""
 
     objective_kind = "tardiness"
-    options = cp_options(clamp=False, priority="ewt") + (_FREE_NOW, _REDUNDANT)
+    options = cp_options(clamp=False, priority="ewt") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
     free_now: bool
     redundant: bool
+    layout: str
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        if self.layout not in LAYOUTS:
+            raise CpdispatchError(f"dispatcher {self.name}: layout must be one of {', '.join(LAYOUTS)}")
 
     def build(self, instance: Instance) -> BuiltModel:
-        return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant)
+        return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant,
+                            layout=self.layout)
 
 
 @registered()
@@ -415,7 +427,7 @@ class Pcp(PerNodeDispatcher):
     selection = "queue"
     paper_policy = "pcp-base"
     paper_search = "portfolio"
-    options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT)
+    options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT, _LAYOUT)
 
     def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan | None, bool, bool]:
         """`time_policy=paper`: 60 s; when the best plan starts nothing now, 120 s more (notes 2.4).
@@ -455,7 +467,7 @@ class Pcp2(PerNodeDispatcher):
     name = "pcp2"
     summary = "PCP2: PCP1 plus the underestimation fix (durations and remaining times >= 1)"
     paper_search = "portfolio"
-    options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT)
+    options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
 
 
 @registered("pcp19")
@@ -463,5 +475,5 @@ class Pcp3(PerNodeDispatcher):
     name = "pcp3"
     summary = "PCP'19 (= PCP3): slowdown priority and objective, per-node allocation in CP"
     objective_kind = "slowdown"
-    options = cp_options(clamp=True, priority="slowdown") + (_FREE_NOW, _REDUNDANT)
+    options = cp_options(clamp=True, priority="slowdown") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
 
