@@ -14,7 +14,7 @@ from cpdispatch.campaign.spec import load_campaign
 from cpdispatch.dispatchers.base import make_dispatcher, registry
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
-from cpdispatch.dispatchers.cp.profiles import FREE, paper_overrides
+from cpdispatch.dispatchers.cp.profiles import free_options, paper_overrides
 from cpdispatch.errors import CpdispatchError, InputError
 from cpdispatch.system import NodeGroup, System
 
@@ -53,7 +53,7 @@ def test_the_page_lists_the_profile_option_by_option() -> None:
         defaults = {o.name: o.default for o in cls.options}
         built = make_dispatcher(name, {"profile": "paper"})
         for option, default in defaults.items():
-            if option in FREE:
+            if option in free_options(name):
                 continue
             expected = doc[name].get(option, default)
             assert getattr(built, option) == expected, (name, option)
@@ -70,6 +70,8 @@ def test_the_default_profile_changes_nothing() -> None:
 def test_free_options_stay_free_and_same_values_are_accepted() -> None:
     d = make_dispatcher("pcp20", {"profile": "paper", "seed": "3", "limit_scale": "0.1", "reductions": "false"})
     assert (d.seed, d.limit_scale, d.reductions) == (3, 0.1, False)  # type: ignore[attr-defined]
+    e = make_dispatcher("eurora14", {"profile": "paper", "objective": "makespan"})  # the 2014 paper's factor
+    assert (e.objective, e.layout) == ("makespan", "units")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("options", "words"), [

@@ -212,7 +212,7 @@ def catalogue() -> str:
     plugins (entry points), and the predictors."""
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
-    from .dispatchers.cp.profiles import FREE, paper_overrides
+    from .dispatchers.cp.profiles import FREE, free_options, paper_overrides
     from .predictors import PREDICTORS
     from .predictors import plugins as predictor_plugins
 
@@ -231,6 +231,8 @@ def catalogue() -> str:
         if cls in cp:
             sets = paper_overrides(name, {o.name: o.default for o in cls.options})
             lines.append("    profile=paper sets " + ", ".join(f"{k}={v!r}" for k, v in sets.items()))
+            if free_options(name) != FREE:
+                lines.append(f"    free under profile=paper: {', '.join(free_options(name)[len(FREE):])}")
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
     if shared:

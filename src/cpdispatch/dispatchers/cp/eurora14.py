@@ -63,7 +63,7 @@ from . import objectives
 from .frontend import CpDispatcher, Outcome, cp_options
 from .greedy import greedy_plan
 from .instance import BuiltModel, Instance, Plan
-from .pcp19 import PerNodeModel
+from .pcp19 import LAYOUT, LAYOUTS, PerNodeModel
 
 #: objective option -> (primary, constrained...) objective kinds
 OBJECTIVES: dict[str, tuple[str, ...]] = {
@@ -102,15 +102,19 @@ class Eurora14(CpDispatcher):
         Option("objective", "mks-wt-nl", "makespan | tardiness | late_jobs | mks-wt-nl | wt-mks-nl | nl-mks-wt"),
         Option("tolerance", 0.1, "composites: constrained objectives <= (1 + tolerance) x their pure optimum"),
         Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model"),
+        LAYOUT,
     )
     objective: str
     tolerance: float
     redundant: bool
+    layout: str
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
         if self.objective not in OBJECTIVES:
             raise CpdispatchError(f"dispatcher {self.name}: objective must be one of {', '.join(OBJECTIVES)}")
+        if self.layout not in LAYOUTS:
+            raise CpdispatchError(f"dispatcher {self.name}: layout must be one of {', '.join(LAYOUTS)}")
         if not self.tolerance >= 0:
             raise CpdispatchError(f"dispatcher {self.name}: tolerance must be >= 0")
         self.kinds = OBJECTIVES[self.objective]
@@ -119,7 +123,7 @@ class Eurora14(CpDispatcher):
         return self.model(instance, self.kinds[0])
 
     def model(self, instance: Instance, kind: str, bounds: dict[str, int] | None = None) -> PerNodeModel:
-        return PerNodeModel(instance, kind, free_now=False, redundant=self.redundant, bounds=bounds)
+        return PerNodeModel(instance, kind, free_now=False, redundant=self.redundant, bounds=bounds, layout=self.layout)
 
     def phase_limits(self) -> tuple[float, float]:
         """(wall, deterministic) limits of one phase's solve."""

@@ -394,7 +394,7 @@ def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
 _REDUNDANT = Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model")
 _FREE_NOW = Option("free_now", True, "queued jobs only on nodes with room now (the original's restriction)")
 _FULL_CAPACITY = Option("free_now", False, "queued jobs only on nodes with room now (PCP1-3's restriction)")
-_LAYOUT = Option("layout", "counts", "counts (unit counts per node) | units (the CP'19 paper's layout: one "
+LAYOUT = Option("layout", "counts", "counts (unit counts per node) | units (the CP'19 paper's layout: one "
                                      "optional interval per unit that fits on each node; size grows with "
                                      "units x nodes)")
 
@@ -405,7 +405,7 @@ class PerNodeDispatcher(CpDispatcher):
     `layout=units` builds the paper's model instead of the counts (same plans, larger model)."""
 
     objective_kind = "tardiness"
-    options = cp_options(clamp=False, priority="ewt") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
+    options = cp_options(clamp=False, priority="ewt") + (_FREE_NOW, _REDUNDANT, LAYOUT)
     free_now: bool
     redundant: bool
     layout: str
@@ -427,21 +427,20 @@ class Pcp(PerNodeDispatcher):
     selection = "queue"
     paper_policy = "pcp-base"
     paper_search = "portfolio"
-    options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT, _LAYOUT)
+    options = cp_options(q_length=1_000_000_000, clamp=False, priority="ewt") + (_FULL_CAPACITY, _REDUNDANT, LAYOUT)
 
     def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan | None, bool, bool]:
         """`time_policy=paper`: 60 s; when the best plan starts nothing now, 120 s more (notes 2.4).
         The retry is skipped when the first solve proved optimality or infeasibility (it would
-        return the same plan). Deterministic-time limits scale the same way when set."""
+        return the same plan). `limit_scale` and deterministic-time limits apply as elsewhere."""
         if self.policy != "pcp-base":
             return super().run_policy(built, greedy)
         best: Plan | None = None
         best_obj: int | None = None
         optimal = False
-        first = PCP_BASE_LIMITS[0]
         for seconds in PCP_BASE_LIMITS:
-            det = self.deterministic_time * seconds / first if self.deterministic_time > 0 else 0.0
-            status, plan = self.solve_once(built, best or greedy, 0.0 if det else seconds, det)
+            hint = (best or greedy) if self.hint else None
+            status, plan = self.solve_once(built, hint, *self.solve_limits(seconds))
             if plan is not None:
                 obj = objectives.evaluate(self.objective_kind, built.instance, plan.starts)
                 if best_obj is None or obj < best_obj:
@@ -467,7 +466,7 @@ class Pcp2(PerNodeDispatcher):
     name = "pcp2"
     summary = "PCP2: PCP1 plus the underestimation fix (durations and remaining times >= 1)"
     paper_search = "portfolio"
-    options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
+    options = cp_options(clamp=True, priority="ewt") + (_FREE_NOW, _REDUNDANT, LAYOUT)
 
 
 @registered("pcp19")
@@ -475,5 +474,5 @@ class Pcp3(PerNodeDispatcher):
     name = "pcp3"
     summary = "PCP'19 (= PCP3): slowdown priority and objective, per-node allocation in CP"
     objective_kind = "slowdown"
-    options = cp_options(clamp=True, priority="slowdown") + (_FREE_NOW, _REDUNDANT, _LAYOUT)
+    options = cp_options(clamp=True, priority="slowdown") + (_FREE_NOW, _REDUNDANT, LAYOUT)
 

@@ -20,6 +20,8 @@ from typing import Any
 PROFILES = ("default", "paper")
 #: options that keep their own value under a profile
 FREE = ("profile", "seed", "limit_scale", "deterministic_time")
+#: options a dispatcher's paper varies or does not give (CP'14: one model per objective; delta unreported)
+FREE_BY_DISPATCHER: dict[str, tuple[str, ...]] = {"eurora14": ("objective", "tolerance")}
 
 #: every CP dispatcher (CP'19 Sect. 4-5 and reference notes 2.2-2.9; PCP'20 Sect. 3-4, notes 3.2)
 PAPER_COMMON: dict[str, Any] = {
@@ -79,11 +81,17 @@ def apply_profile(name: str, options: Mapping[str, Any], given: Mapping[str, Any
         raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
     if profile == "default":
         return dict(given)
+    free = free_options(name)
     fixed = {**options, **paper_overrides(name, options)}
     for key, value in given.items():
-        if key not in FREE and value != fixed[key]:
+        if key not in free and value != fixed[key]:
             raise ValueError(f"option {key}={value!r} conflicts with profile=paper, which sets {key}={fixed[key]!r} "
-                             f"(drop it, or use profile=default; free under the profile: {', '.join(FREE[1:])})")
-    out = {k: v for k, v in fixed.items() if k not in FREE}
-    out.update({k: v for k, v in given.items() if k in FREE})
+                             f"(drop it, or use profile=default; free under the profile: {', '.join(free[1:])})")
+    out = {k: v for k, v in fixed.items() if k not in free}
+    out.update({k: v for k, v in given.items() if k in free})
     return out
+
+
+def free_options(name: str) -> tuple[str, ...]:
+    """The options of dispatcher `name` that keep their own value under the paper profile."""
+    return FREE + FREE_BY_DISPATCHER.get(name, ())
