@@ -289,6 +289,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce import reproduce
+
+    try:
+        page = reproduce(args.out, "quick" if args.quick else "full", workers=args.workers, docs=args.docs,
+                         progress=False if args.no_progress else None)
+    except interrupt.Interrupted as exc:
+        print(f"cpdispatch: reproduce interrupted by {signal.Signals(exc.signum).name}: the complete parts are "
+              "kept; the same command resumes it", file=sys.stderr)
+        return interrupt.exit_code(exc.signum)
+    print(f"reproduction: {page}" + (f" (copied to {args.docs})" if args.docs else ""))
+    return 0
+
+
 def cmd_local_cluster(args: argparse.Namespace) -> int:
     import os
 
@@ -540,6 +554,17 @@ def _add_campaign(sub: Any) -> None:
     s.add_argument("--run", default=None, metavar="KEY", help="the run whose utilisation over time is drawn "
                                                                 "(default: the first pcp20 run)")
     s.set_defaults(func=cmd_report)
+
+    s = _parser(sub, "reproduce", "run the experiments behind the three papers' findings (paper profile beside "
+                                  "our defaults; resumable) and write reproduction.md, one row per finding")
+    s.add_argument("--out", required=True, help="folder of the experiments and of reproduction.md")
+    s.add_argument("--quick", action="store_true", help="small cases, a few minutes (CI); default: the full "
+                                                        "reproduction, whose estimated time is printed first")
+    s.add_argument("--workers", type=int, default=None, help="local Dask worker processes (default: the cores)")
+    s.add_argument("--docs", default=None, metavar="FILE", help="also copy the page there "
+                                                              "(e.g. docs/reproduction.md)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    s.set_defaults(func=cmd_reproduce)
 
 
 def _add_slurm(sub: Any) -> None:

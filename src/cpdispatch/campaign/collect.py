@@ -14,7 +14,7 @@ SETTINGS = ("key", "workload", "system", "dispatcher", "dispatcher_name", "predi
 FIGURES = ("jobs", "completed", "killed", "rejected", "avg_wait", "sd_wait", "p50_wait", "p95_wait", "max_wait",
            "avg_slowdown", "sd_slowdown", "avg_bounded_slowdown", "sd_bounded_slowdown", "makespan",
            "dispatch_calls", "dispatch_ms_mean", "dispatch_ms_p50", "dispatch_ms_p99", "dispatch_ms_max",
-           "sim_wall_s", "peak_rss_mb")
+           "dispatch_cpu_ms_mean", "dispatch_cpu_ms_p99", "dispatch_cpu_ms_max", "sim_wall_s", "peak_rss_mb")
 
 
 def settings_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +36,8 @@ def run_rows(out: Path) -> list[dict[str, Any]]:
         row = {**settings_row(record), "status": "done", "error": ""}
         row.update({k: summary.get(k) for k in FIGURES})
         row["run_wall_s"] = record["wall_s"]
+        # how the decisions were taken (optimal, feasible, fastpath, unsolved, ...), as JSON
+        row["decision_status"] = json.dumps(summary.get("decision_status", {}), sort_keys=True)
         for t, u in summary.get("utilization", {}).items():
             row[f"util_{t}"] = u
         for t, c in summary.get("capacity", {}).items():
@@ -94,6 +96,6 @@ def _write_jobs(root: Path, done: list[dict[str, Any]], path: Path) -> None:
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
     """Settings, status, figures, then the per-type columns in first-seen order."""
-    fixed = [*SETTINGS, "options", "status", "error", *FIGURES, "run_wall_s"]
+    fixed = [*SETTINGS, "options", "status", "error", *FIGURES, "run_wall_s", "decision_status"]
     extra = [k for r in rows for k in r if k not in fixed]
     return fixed + list(dict.fromkeys(extra))

@@ -1,0 +1,273 @@
+"""Each finding's `check` evaluated on the experiments' results, under the paper profile and under
+our defaults, with a 95% interval over paired replicas and a verdict.
+
+Verdicts: *reproduced* (a ratio or value within the interval or within 25% of the paper's; a
+direction or ordering significant at 95%; a level claim whose interval lies within the tolerance),
+*direction reproduced* (the paper's side of 1 or the paper's order, not within 25% or not
+significant), *not reproduced*, *not run* (the results are missing) and *not checked* (the
+finding cannot be checked by a simulation; the reason is given).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..stats import Estimate, mean_ci, paired_difference, paired_ratio
+from .experiments import EURORA14_OBJECTIVES, Scale, paper_label
+from .run import STATS_FILE
+
+REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED = (
+    "reproduced", "direction reproduced", "not reproduced", "not run", "not checked")
+#: relative distance within which a ratio or value counts as the paper's
+CLOSE = 1.25
+PROFILES = ("paper", "ours")
+CP_NAMES = {"pcp20", "pcp19", "hcp19", "pcp", "pcp1", "pcp2", "pcp3", "hcp", "hcp1", "hcp2", "hcp3",
+            *(f"eurora14-{o}" for o in EURORA14_OBJECTIVES)}
+SIMULATIONS = ("eurora-cp", "ablation", "eurora14")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    text: str  # the measured value with its interval
+
+
+@dataclass(frozen=True)
+class Row:
+    finding: dict[str, Any]
+    paper: Outcome  # under profile=paper
+    ours: Outcome  # under our defaults
+
+
+def load_findings() -> list[dict[str, Any]]:
+    text = resources.files(__package__).joinpath("paper_findings.toml").read_text(encoding="utf-8")
+    return list(tomllib.loads(text)["finding"])
+
+
+def label(name: str, profile: str) -> str:
+    """The campaign label of `name` under `profile` (non-CP dispatchers have one label)."""
+    return paper_label(name) if profile == "paper" and name in CP_NAMES else name
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def load_runs(folder: Path) -> list[dict[str, Any]]:
+    """One record per complete run: the settings and the summary."""
+    out = []
+    for path in sorted((folder / "runs").glob("*/run.json")):
+        record = json.loads(path.read_text())
+        summary = json.loads((path.parent / "summary.json").read_text())
+        s = record["settings"]
+        out.append({"label": s["dispatcher"]["label"], "predictor": s["predictor"],
+                    "pair": (s["workload"]["label"], s["load_factor"], s["replica"], s["predictor"]),
+                    "summary": summary})
+    return out
+
+
+def metric(summary: dict[str, Any], name: str) -> float:
+    simple = {"wait_mean": "avg_wait", "slowdown_mean": "avg_slowdown", "bounded_slowdown_mean": "avg_bounded_slowdown",
+              "decision_time_mean": "dispatch_ms_mean", "decision_time_max": "dispatch_ms_max", "makespan": "makespan"}
+    if name in simple:
+        value = summary.get(simple[name])
+    elif name == "utilisation_core":
+        value = summary.get("utilization", {}).get("core")
+    elif name == "completed_share":
+        value = summary["completed"] / summary["jobs"] if summary.get("jobs") else None
+    elif name.startswith(("wait_queue:", "slowdown_queue:")):
+        kind, _, queue = name.partition(":")
+        value = summary.get("by_queue", {}).get(queue, {}).get("avg_wait" if kind == "wait_queue" else "avg_slowdown")
+    else:
+        raise KeyError(f"unknown metric {name!r}")
+    return math.nan if value is None else float(value)
+
+
+class Results:
+    """The simulations of each experiment, and the instance studies' statistics."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs = {name: load_runs(root / name) for name in SIMULATIONS if (root / name / "runs").is_dir()}
+
+    def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
+               ) -> dict[tuple[Any, ...], float]:
+        out = {}
+        for r in self.runs.get(experiment, []):
+            if r["label"] == label(name, profile) and predictor in ("all", r["predictor"]):
+                out[r["pair"]] = metric(r["summary"], metric_name)
+        return out
+
+    def paired(self, experiment: str, a: str, b: str, profile: str, metric_name: str, predictor: str
+               ) -> tuple[list[float], list[float]]:
+        sa = self.series(experiment, a, profile, metric_name, predictor)
+        sb = self.series(experiment, b, profile, metric_name, predictor)
+        keys = sorted(set(sa) & set(sb), key=str)
+        return [sa[k] for k in keys], [sb[k] for k in keys]
+
+    def study(self, study: str, profile: str) -> list[dict[str, Any]] | None:
+        path = self.root / study / profile / STATS_FILE
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+# -- measures --------------------------------------------------------------------------------------
+
+
+def close(value: float, target: float) -> bool:
+    if target == 0 or value <= 0 or target < 0:
+        return abs(value - target) <= 0.05
+    return abs(math.log(value / target)) <= math.log(CLOSE)
+
+
+def _ratio(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    a, b = res.paired(exp, check["a"], check["b"], profile, check["metric"], check["predictor"])
+    e = paired_ratio(a, b)
+    if e.n == 0:
+        return Outcome(NOT_RUN, "")
+    target = float(check["target"])
+    if e.contains(target) or close(e.mean, target):
+        verdict = REPRODUCED
+    elif (e.mean - 1) * (target - 1) > 0:
+        verdict = DIRECTION
+    else:
+        verdict = NOT
+    return Outcome(verdict, f"{check['a']}/{check['b']} = {e.text()}")
+
+
+def _sign(d: Estimate) -> str:
+    if d.n >= 2 and d.high < 0:
+        return REPRODUCED
+    return DIRECTION if d.mean < 0 else NOT
+
+
+def _direction(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    a, b = res.paired(exp, check["lower"], check["higher"], profile, check["metric"], check["predictor"])
+    d = paired_difference(a, b)
+    if d.n == 0:
+        return Outcome(NOT_RUN, "")
+    return Outcome(_sign(d), f"{check['lower']} - {check['higher']} = {d.text()}")
+
+
+def _ordering(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    order = list(check["order"])
+    verdicts, parts = [], []
+    for low, high in zip(order, order[1:]):
+        a, b = res.paired(exp, low, high, profile, check["metric"], check["predictor"])
+        d = paired_difference(a, b)
+        if d.n == 0:
+            return Outcome(NOT_RUN, "")
+        verdicts.append(_sign(d))
+        parts.append(f"{low} - {high} = {d.text()}")
+    verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else (
+        DIRECTION if all(v != NOT for v in verdicts) else NOT)
+    return Outcome(verdict, "; ".join(parts))
+
+
+def _level(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    a, b = res.paired(exp, check["a"], check["b"], profile, check["metric"], check["predictor"])
+    e = paired_ratio(a, b)
+    if e.n == 0:
+        return Outcome(NOT_RUN, "")
+    tol = float(check.get("tolerance", 0.1))
+    inside = (1 - tol) <= e.mean <= (1 + tol)
+    strict = e.n >= 2 and 1 - tol <= e.low and e.high <= 1 + tol
+    verdict = REPRODUCED if strict else (DIRECTION if inside else NOT)
+    return Outcome(verdict, f"{check['a']}/{check['b']} = {e.text()} (level within ±{tol:.0%})")
+
+
+def _value(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    values = list(res.series(exp, check["a"], profile, check["metric"], check["predictor"]).values())
+    e = mean_ci(values)
+    if e.n == 0:
+        return Outcome(NOT_RUN, "")
+    target = float(check["target"])
+    ok = e.contains(target) or close(e.mean, target)
+    return Outcome(REPRODUCED if ok else NOT, f"{check['a']}: {e.text()}")
+
+
+def _instances(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    stats = res.study(check["study"], profile)
+    if stats is None:
+        return Outcome(NOT_RUN, "")
+    row = next((s for s in stats if s["dispatcher"] == check["dispatcher"]), None)
+    if row is None:
+        return Outcome(NOT_RUN, "")
+    field = check["field"]
+    if field == "unsolved_share":
+        value = row["statuses"].get("unsolved", 0) / row["with_model"] if row["with_model"] else math.nan
+    else:
+        value = float(row.get(field, math.nan))
+    if math.isnan(value):
+        return Outcome(NOT_RUN, f"{field}: no instance with a model")
+    target, op = float(check["target"]), check.get("op", "~")
+    ok = value < target if op == "<" else value > target if op == ">" else close(value, target)
+    side = (value < 1) == (target < 1) if field.startswith(("time_ratio_median", "variables_ratio_median")) else False
+    verdict = REPRODUCED if ok else (DIRECTION if side else NOT)
+    n = row["ratio_instances"] if "ratio" in field else row["with_model"]
+    return Outcome(verdict, f"{check['dispatcher']} {field} = {value:.3g} over {n} instances")
+
+
+def _workload(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    value = workload_stat(check["stat"])
+    target = float(check["target"])
+    ok = abs(value - target) <= 0.02 if target <= 1 else close(value, target)
+    return Outcome(REPRODUCED if ok else NOT, f"{check['stat']} = {value:.4g}")
+
+
+def workload_stat(stat: str) -> float:
+    from ..system import load_system
+
+    if stat.startswith("eurora_"):
+        if stat == "eurora_nodes":
+            return float(load_system("eurora").n_nodes)
+        from ..workloads.generator import generate_eurora
+
+        jobs = generate_eurora(5000, 1).jobs
+        if stat == "eurora_short_share":
+            return sum(j.runtime < 3600 for j in jobs) / len(jobs)
+        queue = stat.partition(":")[2]
+        return sum(j.queue == queue for j in jobs) / len(jobs)
+    kit = load_system("kit-forhlr2")
+    gpu = kit.types.index("gpu")
+    gpu_nodes = float((kit.capacity[:, gpu] > 0).sum())
+    return {"kit_nodes": float(kit.n_nodes), "kit_cores": float(kit.capacity[:, kit.types.index("core")].sum()),
+            "kit_gpu_nodes": gpu_nodes, "kit_cpu_only_node_share": 1 - gpu_nodes / kit.n_nodes}[stat]
+
+
+MEASURES: dict[str, Callable[[Results, str, dict[str, Any], str], Outcome]] = {
+    "ratio": _ratio, "direction": _direction, "ordering": _ordering, "level": _level, "value": _value,
+    "instances": _instances, "workload": _workload,
+}
+
+
+def _combine(outcomes: list[Outcome]) -> Outcome:
+    """Several checks of one finding: the weakest verdict, every measured value."""
+    rank = [REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED]
+    verdict = max((o.verdict for o in outcomes), key=rank.index)
+    return Outcome(verdict, "; ".join(o.text for o in outcomes if o.text))
+
+
+def evaluate(finding: dict[str, Any], res: Results, profile: str) -> Outcome:
+    checks = finding.get("check", {"measure": "none", "why": "no check given"})
+    checks = checks if isinstance(checks, list) else [checks]
+    outcomes = []
+    for check in checks:
+        measure = check["measure"]
+        if measure == "none":
+            outcomes.append(Outcome(NOT_CHECKED, check.get("why", "")))
+        elif measure == "workload" and profile == "ours":
+            outcomes.append(Outcome(NOT_CHECKED, "same as the paper profile (a fact, not a run)"))
+        else:
+            outcomes.append(MEASURES[measure](res, finding["experiment"], check, profile))
+    return _combine(outcomes)
+
+
+def evaluate_all(root: Path, scale: Scale | None = None) -> list[Row]:
+    res = Results(root)
+    return [Row(f, evaluate(f, res, "paper"), evaluate(f, res, "ours")) for f in load_findings()]

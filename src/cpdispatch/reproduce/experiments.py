@@ -1,0 +1,128 @@
+"""The experiments behind the papers' findings, as campaign files and recorded-instance
+comparisons, at two scales (quick: CI minutes on small cases; full: the reproduction).
+
+Each CP dispatcher runs twice: under `profile=paper` (label `NAME/paper`) and under our defaults
+(label `NAME`). Paper-profile runs use deterministic-time limits (`deterministic_time` stands for
+the paper's first limit, later ones scale alike), so a run gives the same decisions on any machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: the traces (beside the repository, never copied into it)
+SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "workloads"
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    eurora_jobs: int
+    eurora_loads: tuple[float, ...]
+    seeds: int
+    predictors: tuple[str, ...]
+    ablation_jobs: int
+    ablation_predictors: tuple[str, ...]
+    #: deterministic seconds standing for the paper's first limit (1 s in CP'19 and PCP'20)
+    det_time: float
+    #: recorded Eurora instances for Figs. 6-7, and large-system instances (KIT, CEA-Curie)
+    instances: int
+    large_jobs: int
+    large_instances: int
+    kth_jobs: int
+    minutes: float  # estimated wall time on 2 cores
+    notes: tuple[str, ...] = field(default=())
+
+
+QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors=("datadriven", "real"),
+              ablation_jobs=150, ablation_predictors=("walltime", "real"), det_time=0.02, instances=30,
+              large_jobs=100, large_instances=5, kth_jobs=60, minutes=5,
+              notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
+                     "are no evidence",))
+FULL = Scale("full", eurora_jobs=1500, eurora_loads=(1.0, 3.0), seeds=5,
+             predictors=("walltime", "datadriven", "real"), ablation_jobs=600,
+             ablation_predictors=("walltime", "datadriven", "real"), det_time=0.1, instances=400,
+             large_jobs=3000, large_instances=40, kth_jobs=3000, minutes=600)
+SCALES = {s.name: s for s in (QUICK, FULL)}
+
+PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
+ABLATION = ("pcp", "pcp1", "pcp2", "pcp3", "hcp", "hcp1", "hcp2", "hcp3")
+EURORA14_OBJECTIVES = ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mks-nl", "nl-mks-wt")
+
+
+def paper_label(name: str) -> str:
+    return f"{name}/paper"
+
+
+def _entries(names: tuple[str, ...], scale: Scale, ours: bool = True) -> list[str]:
+    """Campaign dispatcher entries: each name under the paper profile, and (ours) under our defaults."""
+    out = []
+    for n in names:
+        out.append(f'{{name = "{n}", label = "{paper_label(n)}", profile = "paper", '
+                   f'options = {{deterministic_time = {scale.det_time}}}}}')
+        if ours:
+            out.append(f'"{n}"')
+    return out
+
+
+def _campaign(name: str, replicas: int, dispatchers: list[str], predictors: tuple[str, ...],
+              workloads: str, loads: tuple[float, ...] = (1.0,), jitter: int = 0) -> str:
+    disp = ",\n  ".join(dispatchers)
+    preds = ", ".join(f'"{p}"' for p in predictors)
+    factors = ", ".join(f"{x:g}" for x in loads)
+    return (f'name = "{name}"\nreplicas = {replicas}\njitter = {jitter}\n'
+            f"dispatchers = [\n  {disp},\n]\npredictors = [{preds}]\nload_factors = [{factors}]\n\n{workloads}")
+
+
+def campaigns(scale: Scale) -> dict[str, str]:
+    """Experiment id -> campaign file text."""
+    eurora = f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n'
+    ablation_wl = f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.ablation_jobs}\nsystem = "eurora"\n'
+    # replicas of the 2014 comparison are slices of one trace: the recorded schedule (the PBS that
+    # really ran) cannot be jittered
+    kth = "\n".join(f'[[workloads]]\npath = "{SHARED / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
+                    f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
+                    for skip in range(5000, 5000 + 4000 * scale.seeds, 4000))
+    eurora14 = [entry for o in EURORA14_OBJECTIVES for entry in (
+        f'{{name = "eurora14", label = "{paper_label("eurora14-" + o)}", profile = "paper", '
+        f'options = {{objective = "{o}", deterministic_time = {scale.det_time}}}}}',
+        f'{{name = "eurora14", label = "eurora14-{o}", options = {{objective = "{o}"}}}}')]
+    return {
+        "eurora-cp": _campaign("repro-eurora-cp", scale.seeds, [*_entries(PCP20_STUDY, scale), '"pbs"', '"easy"'],
+                               scale.predictors, eurora, scale.eurora_loads),
+        "ablation": _campaign("repro-ablation", scale.seeds, _entries(ABLATION, scale),
+                              scale.ablation_predictors, ablation_wl, (3.0,)),
+        "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
+    }
+
+
+@dataclass(frozen=True)
+class InstanceStudy:
+    """Record the instances of one run, then replay them with several dispatchers (the same
+    instances for all: PCP'20 Sect. 5.3)."""
+
+    id: str
+    system: str
+    workload: dict[str, Any]  # generate/jobs/seed or path/skip/limit
+    load_factor: float
+    recorder: str  # the dispatcher whose run is recorded (paper profile)
+    compared: tuple[str, ...]  # replayed under the paper profile, first over second = the ratios
+    limit: int  # instances replayed
+
+
+def instance_studies(scale: Scale) -> list[InstanceStudy]:
+    ricc = str(SHARED / "RICC-2010-2.swf.gz")
+    curie = str(SHARED / "CEA-Curie-2011-2.1-cln.swf.gz")
+    out = [
+        InstanceStudy("instances", "eurora", {"generate": "eurora", "jobs": scale.eurora_jobs, "seed": 1}, 3.0,
+                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances),
+        InstanceStudy("kit-large", "kit-forhlr2", {"path": ricc, "skip": 100_000, "limit": scale.large_jobs}, 1.0,
+                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances),
+    ]
+    if scale.name == "full":
+        out.append(InstanceStudy("curie-large", "cea-curie", {"path": curie, "skip": 200_000,
+                                                             "limit": scale.large_jobs}, 1.0,
+                                 "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances))
+    return out

@@ -1,0 +1,161 @@
+"""The reproduction: every finding of the catalogue has a check the engine understands, verdicts
+follow their definitions on hand-made results, and `cpdispatch reproduce --quick` runs end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cpdispatch.reproduce import evaluate as ev
+from cpdispatch.reproduce.experiments import QUICK, campaigns, instance_studies
+from cpdispatch.stats import mean_ci, paired_ratio
+
+from .conftest import WORKLOADS
+
+EXPERIMENT_NAMES = {
+    "eurora-cp": {"pcp20", "pcp19", "hcp19", "pbs", "easy"},
+    "ablation": {"pcp", "pcp1", "pcp2", "pcp3", "hcp", "hcp1", "hcp2", "hcp3"},
+    "eurora14": {*(f"eurora14-{o}" for o in ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mks-nl",
+                                              "nl-mks-wt")), "pbs", "recorded"},
+    "instances": {"pcp20", "pcp19", "hcp19"},
+    "kit-large": {"pcp20", "pcp19", "hcp19"},
+}
+PREDICTORS = {"walltime", "datadriven", "real", "all"}
+
+
+def checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+    c = f["check"]
+    return c if isinstance(c, list) else [c]
+
+
+def test_every_finding_has_a_check_the_engine_understands() -> None:
+    findings = ev.load_findings()
+    assert len({f["id"] for f in findings}) == len(findings) > 100
+    for f in findings:
+        for c in checks(f):
+            measure = c["measure"]
+            assert measure == "none" or measure in ev.MEASURES, f["id"]
+            if measure == "none":
+                assert c["why"], f["id"]
+                continue
+            if measure == "workload":
+                assert not math.isnan(ev.workload_stat(c["stat"])), f["id"]
+                continue
+            names = [c[k] for k in ("a", "b", "lower", "higher", "dispatcher") if k in c] + list(c.get("order", []))
+            study = c.get("study", f["experiment"])
+            assert set(names) <= EXPERIMENT_NAMES[study], (f["id"], names)
+            if "predictor" in c:
+                assert c["predictor"] in PREDICTORS, f["id"]
+            if "metric" in c:
+                ev.metric({"avg_wait": 1, "avg_slowdown": 1, "avg_bounded_slowdown": 1, "dispatch_ms_mean": 1,
+                           "dispatch_ms_max": 1, "makespan": 1, "utilization": {"core": 1}, "completed": 1,
+                           "jobs": 1, "by_queue": {}}, c["metric"])
+
+
+class Fake(ev.Results):
+    """Results from a dict: label -> [value per replica] of one metric, one predictor."""
+
+    def __init__(self, values: dict[str, list[float]], stats: dict[str, Any] | None = None) -> None:
+        self.values, self.stats = values, stats or {}
+
+    def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
+               ) -> dict[tuple[Any, ...], float]:
+        return {(i,): v for i, v in enumerate(self.values.get(ev.label(name, profile), []))}
+
+    def study(self, study: str, profile: str) -> list[dict[str, Any]] | None:
+        return self.stats.get(profile)
+
+
+def outcome(check: dict[str, Any], values: dict[str, list[float]], profile: str = "paper") -> ev.Outcome:
+    finding = {"experiment": "eurora-cp", "check": check}
+    return ev.evaluate(finding, Fake(values), profile)
+
+
+RATIO = {"measure": "ratio", "a": "hcp19", "b": "pcp20", "metric": "decision_time_mean", "predictor": "real",
+         "target": 1.63}
+
+
+def test_ratio_verdicts() -> None:
+    near = {"hcp19/paper": [16.0, 17.0, 15.0], "pcp20/paper": [10.0, 10.0, 10.0]}
+    assert outcome(RATIO, near).verdict == ev.REPRODUCED
+    same_side = {"hcp19/paper": [40.0, 41.0, 39.0], "pcp20/paper": [10.0, 10.0, 10.0]}
+    assert outcome(RATIO, same_side).verdict == ev.DIRECTION
+    opposite = {"hcp19/paper": [5.0, 6.0, 5.5], "pcp20/paper": [10.0, 10.0, 10.0]}
+    assert outcome(RATIO, opposite).verdict == ev.NOT
+    # our defaults are read from the plain labels; missing results are "not run"
+    assert outcome(RATIO, near, "ours").verdict == ev.NOT_RUN
+    assert outcome(RATIO, {"hcp19": [16.0, 17.0], "pcp20": [10.0, 10.0]}, "ours").verdict == ev.REPRODUCED
+
+
+def test_direction_and_ordering_need_significance_for_reproduced() -> None:
+    check = {"measure": "direction", "lower": "pcp20", "higher": "pbs", "metric": "wait_mean", "predictor": "real"}
+    assert outcome(check, {"pcp20/paper": [1.0, 2.0, 3.0], "pbs": [5.0, 6.0, 7.5]}).verdict == ev.REPRODUCED
+    assert outcome(check, {"pcp20/paper": [1.0, 9.0, 3.0], "pbs": [5.0, 6.0, 4.0]}).verdict == ev.DIRECTION
+    assert outcome(check, {"pcp20/paper": [6.0, 7.0, 8.0], "pbs": [5.0, 6.0, 7.0]}).verdict == ev.NOT
+    order = {"measure": "ordering", "order": ["pcp20", "hcp19", "pcp19"], "metric": "decision_time_mean",
+             "predictor": "real"}
+    values = {"pcp20/paper": [1.0, 1.1, 1.2], "hcp19/paper": [2.0, 2.2, 2.1], "pcp19/paper": [3.0, 3.3, 3.1]}
+    assert outcome(order, values).verdict == ev.REPRODUCED
+    values["pcp19/paper"] = [1.5, 1.6, 1.7]
+    assert outcome(order, values).verdict == ev.NOT
+
+
+def test_level_and_value() -> None:
+    level = {"measure": "level", "a": "pcp20", "b": "hcp19", "metric": "slowdown_mean", "predictor": "real",
+             "tolerance": 0.1}
+    assert outcome(level, {"pcp20/paper": [10.0, 10.1, 9.9], "hcp19/paper": [10.0, 10.0, 10.0]}).verdict == \
+        ev.REPRODUCED
+    assert outcome(level, {"pcp20/paper": [13.0, 13.1, 12.9], "hcp19/paper": [10.0, 10.0, 10.0]}).verdict == ev.NOT
+    value = {"measure": "value", "a": "pcp20", "metric": "decision_time_mean", "predictor": "real", "target": 252.0}
+    assert outcome(value, {"pcp20/paper": [250.0, 260.0]}).verdict == ev.REPRODUCED
+    assert outcome(value, {"pcp20/paper": [2.0, 3.0]}).verdict == ev.NOT
+
+
+def test_several_checks_take_the_weakest_verdict_and_none_is_not_checked() -> None:
+    both = [RATIO, {"measure": "none", "why": "hardware"}]
+    out = outcome(both, {"hcp19/paper": [16.0, 17.0], "pcp20/paper": [10.0, 10.0]})
+    assert out.verdict == ev.NOT_CHECKED and "hardware" in out.text
+
+
+def test_intervals_come_from_the_t_distribution() -> None:
+    e = mean_ci([1.0, 2.0, 3.0])
+    assert math.isclose(e.mean, 2.0) and math.isclose(e.high - 2.0, 4.302652729749464 * 1 / math.sqrt(3))
+    r = paired_ratio([2.0, 8.0], [1.0, 2.0])
+    assert math.isclose(r.mean, math.sqrt(2 * 4))
+
+
+def test_the_quick_experiments_name_only_what_exists() -> None:
+    from cpdispatch.campaign.spec import load_campaign
+
+    for name, text in campaigns(QUICK).items():
+        path = Path(f"/tmp/cpdispatch-test-{name}.toml")
+        path.write_text(text)
+        try:
+            assert load_campaign(path).runs, name
+        finally:
+            path.unlink()
+    assert {s.id for s in instance_studies(QUICK)} == {"instances", "kit-large"}
+
+
+@pytest.mark.skipif(not WORKLOADS.is_dir(), reason=f"the real traces are missing at {WORKLOADS}")
+def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
+    """The whole quick reproduction: every finding gets a row, the paper-profile runs really ran
+    under the paper's settings (decisions by the model only, no fast path or greedy)."""
+    from cpdispatch.cli import main
+
+    out = tmp_path / "repro"
+    assert main(["reproduce", "--quick", "--out", str(out), "--workers", "2", "--no-progress"]) == 0
+    page = (out / "reproduction.md").read_text()
+    findings = ev.load_findings()
+    assert all(f"`{f['id']}`" in page for f in findings)
+    for run in (out / "eurora-cp" / "runs").glob("*/run.json"):
+        settings = json.loads(run.read_text())["settings"]
+        statuses = json.loads((run.parent / "summary.json").read_text())["decision_status"]
+        if settings["dispatcher"]["label"].endswith("/paper"):
+            assert not set(statuses) & {"fastpath", "greedy", "fallback", "greedy:too-large"}, statuses
+    verdicts = [ev.evaluate(f, ev.Results(out), "paper").verdict for f in findings]
+    assert verdicts.count(ev.NOT_RUN) == 0
