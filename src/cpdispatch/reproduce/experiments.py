@@ -25,6 +25,7 @@ class Scale:
     predictors: tuple[str, ...]
     ablation_jobs: int
     ablation_predictors: tuple[str, ...]
+    ablation_seeds: int
     #: deterministic seconds standing for the paper's first limit (1 s in CP'19 and PCP'20)
     det_time: float
     #: recorded Eurora instances for Figs. 6-7, and large-system instances (KIT, CEA-Curie)
@@ -37,14 +38,17 @@ class Scale:
 
 
 QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors=("datadriven", "real"),
-              ablation_jobs=150, ablation_predictors=("walltime", "real"), det_time=0.02, instances=30,
+              ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
+              det_time=0.02, instances=30,
               large_jobs=100, large_instances=5, kth_jobs=60, minutes=5,
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
-FULL = Scale("full", eurora_jobs=1500, eurora_loads=(1.0, 3.0), seeds=5,
-             predictors=("walltime", "datadriven", "real"), ablation_jobs=600,
-             ablation_predictors=("walltime", "datadriven", "real"), det_time=0.1, instances=400,
-             large_jobs=3000, large_instances=40, kth_jobs=3000, minutes=600)
+FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=("datadriven", "real"),
+             ablation_jobs=400, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=3,
+             det_time=0.05, instances=200,
+             large_jobs=300, large_instances=15, kth_jobs=150, minutes=100,
+             notes=("sized to run in under two hours on 2 cores; the papers replayed whole traces for up to 30 "
+                    "hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
 
 PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
@@ -92,7 +96,7 @@ def campaigns(scale: Scale) -> dict[str, str]:
     return {
         "eurora-cp": _campaign("repro-eurora-cp", scale.seeds, [*_entries(PCP20_STUDY, scale), '"pbs"', '"easy"'],
                                scale.predictors, eurora, scale.eurora_loads),
-        "ablation": _campaign("repro-ablation", scale.seeds, _entries(ABLATION, scale),
+        "ablation": _campaign("repro-ablation", scale.ablation_seeds, _entries(ABLATION, scale),
                               scale.ablation_predictors, ablation_wl, (3.0,)),
         "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
     }

@@ -27,8 +27,9 @@ def setup_text(scale: Scale) -> list[str]:
         "",
         f"- Campaigns: {', '.join(f'`{c}`' for c in campaigns(scale))}; Eurora-like workloads of "
         f"{scale.eurora_jobs:,} jobs at load factors {', '.join(f'{x:g}' for x in scale.eurora_loads)} over "
-        f"{scale.seeds} seeds (ablation: {scale.ablation_jobs:,} jobs at load 3); predictors "
-        f"{', '.join(scale.predictors)}.",
+        f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: {scale.ablation_jobs:,} jobs at "
+        f"load 3 over {scale.ablation_seeds} seeds, predictors {', '.join(scale.ablation_predictors)}; the 2014 "
+        f"study: {scale.seeds} slices of {scale.kth_jobs} KTH-SP2 jobs.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         f"CP-SAT deterministic seconds stand for the paper's first 1-s limit (later limits scale alike), so "

@@ -13,6 +13,8 @@ from ..errors import CpdispatchError
 from .experiments import SCALES, InstanceStudy, Scale, campaigns, instance_studies
 
 STATS_FILE = "stats.json"
+#: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
+ORDER = ("eurora-cp", "instances", "kit-large", "ablation", "eurora14", "curie-large")
 
 
 def estimate(scale: Scale) -> str:
@@ -37,15 +39,18 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
     except OSError as exc:
         raise CpdispatchError(f"--out {out}: cannot create it ({exc.strerror})") from None
     print(estimate(scale), flush=True)
-    for name, text in campaigns(scale).items():
+    texts = campaigns(scale)
+    studies = {s.id: s for s in instance_studies(scale)}
+    for name in sorted([*texts, *studies], key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
+        if name in studies:
+            run_study(studies[name], scale, root / name)
+            continue
         path = root / "campaigns" / f"{name}.toml"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(texts[name], encoding="utf-8")
         counts = run_campaign(path, root / name, workers=workers, progress=progress)
         if counts["failed"]:
             raise CpdispatchError(f"reproduce: {counts['failed']} run(s) of {name} failed; see {root / name}/runs "
                                   "(the same command retries them)")
-    for study in instance_studies(scale):
-        run_study(study, scale, root / study.id)
     rows = evaluate_all(root, scale)
     page = write_page(rows, scale, root / "reproduction.md")
     if docs is not None:

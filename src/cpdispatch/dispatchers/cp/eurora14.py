@@ -41,7 +41,8 @@ again (e.g. `mks-wt-nl` becomes makespan s.t. tardiness only, then pure makespan
 
 The plan kept is the best of every plan seen (greedy, each phase's plan, the composite's), ranked
 by (number of violated bounds, primary objective): never worse than the greedy plan unless the
-greedy plan breaks a bound.
+greedy plan breaks a bound. Its status says where it came from: `optimal`/`feasible` (the
+composite), `phase` (a pure phase), `fallback` (the greedy plan; never with `fallback=false`).
 
 *Bounding the work.* The paper plans every queued job. A model has one count, literal and interval
 per (job, candidate node) pair, so on huge queues the jobs planned are capped at `q_length`
@@ -184,5 +185,5 @@ class Eurora14(CpDispatcher):
             status_text = "optimal" if optimal else "feasible"
             best = final
         else:
-            status_text = "fallback"
+            status_text = "fallback" if best is greedy else "phase"  # greedy, or a pure phase's plan
         return Outcome(best, status_text, value(primary, best), final is not None, built)
