@@ -159,3 +159,21 @@ def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
             assert not set(statuses) & {"fastpath", "greedy", "fallback", "greedy:too-large"}, statuses
     verdicts = [ev.evaluate(f, ev.Results(out), "paper").verdict for f in findings]
     assert verdicts.count(ev.NOT_RUN) == 0
+
+
+@pytest.mark.parametrize("name", ["pcp20", "pcp19", "hcp19"])
+def test_paper_but_changes_exactly_one_difference(name: str) -> None:
+    """The attribution runs: the paper profile with one option at our default (pcp19 is an alias:
+    its profile is pcp3's)."""
+    from cpdispatch.dispatchers.base import make_dispatcher
+    from cpdispatch.reproduce.run import DIFFERENCES, paper_but, paper_options
+
+    paper = make_dispatcher(name, paper_options(QUICK))
+    for key in DIFFERENCES:
+        d = make_dispatcher(name, paper_but(name, key, QUICK))
+        changed = {o.name for o in d.options if getattr(d, o.name) != getattr(paper, o.name)} - {"profile"}
+        default = {o.name: o.default for o in d.options}
+        expected = {key} if key in default and getattr(paper, key) != default[key] else set()
+        if key == "time_policy":
+            expected.add("deterministic_time")  # the fast policy keeps its own budget
+        assert changed == expected, (name, key, changed)

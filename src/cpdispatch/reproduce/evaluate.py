@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..stats import Estimate, mean_ci, paired_difference, paired_ratio
-from .experiments import EURORA14_OBJECTIVES, Scale, paper_label
+from .experiments import EURORA14_OBJECTIVES, paper_label
 from .run import STATS_FILE
 
 REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED = (
@@ -127,9 +127,11 @@ def close(value: float, target: float) -> bool:
 
 def _ratio(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
     a, b = res.paired(exp, check["a"], check["b"], profile, check["metric"], check["predictor"])
+    if not a:
+        return Outcome(NOT_RUN, "")
     e = paired_ratio(a, b)
     if e.n == 0:
-        return Outcome(NOT_RUN, "")
+        return Outcome(NOT, f"{check['a']}/{check['b']}: undefined, a value of 0 in each of {len(a)} pairs")
     target = float(check["target"])
     if e.contains(target) or close(e.mean, target):
         verdict = REPRODUCED
@@ -171,9 +173,11 @@ def _ordering(res: Results, exp: str, check: dict[str, Any], profile: str) -> Ou
 
 def _level(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
     a, b = res.paired(exp, check["a"], check["b"], profile, check["metric"], check["predictor"])
+    if a and all(x == y for x, y in zip(a, b)):  # identical (e.g. no job waits under either)
+        return Outcome(REPRODUCED, f"{check['a']} = {check['b']} in each of {len(a)} pairs")
     e = paired_ratio(a, b)
     if e.n == 0:
-        return Outcome(NOT_RUN, "")
+        return Outcome(NOT_RUN if not a else NOT, "")
     tol = float(check.get("tolerance", 0.1))
     inside = (1 - tol) <= e.mean <= (1 + tol)
     strict = e.n >= 2 and 1 - tol <= e.low and e.high <= 1 + tol
@@ -266,6 +270,5 @@ def evaluate(finding: dict[str, Any], res: Results, profile: str) -> Outcome:
     return _combine(outcomes)
 
 
-def evaluate_all(root: Path, scale: Scale | None = None) -> list[Row]:
-    res = Results(root)
+def evaluate_all(res: Results) -> list[Row]:
     return [Row(f, evaluate(f, res, "paper"), evaluate(f, res, "ours")) for f in load_findings()]

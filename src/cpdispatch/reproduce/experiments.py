@@ -114,6 +114,7 @@ class InstanceStudy:
     recorder: str  # the dispatcher whose run is recorded (paper profile)
     compared: tuple[str, ...]  # replayed under the paper profile, first over second = the ratios
     limit: int  # instances replayed
+    attribute: int = 0  # instances replayed once per difference from the paper (0: none)
 
 
 def instance_studies(scale: Scale) -> list[InstanceStudy]:
@@ -121,7 +122,7 @@ def instance_studies(scale: Scale) -> list[InstanceStudy]:
     curie = str(SHARED / "CEA-Curie-2011-2.1-cln.swf.gz")
     out = [
         InstanceStudy("instances", "eurora", {"generate": "eurora", "jobs": scale.eurora_jobs, "seed": 1}, 3.0,
-                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances),
+                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances, min(scale.instances, 100)),
         InstanceStudy("kit-large", "kit-forhlr2", {"path": ricc, "skip": 100_000, "limit": scale.large_jobs}, 1.0,
                       "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances),
     ]

@@ -5,13 +5,16 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from ..campaign.spec import versions
-from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Row
+from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
 from .experiments import Scale, campaigns, instance_studies
+from .run import DIFFERENCES
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)
+MODEL = ("optimal", "feasible")
 
 
 def _cell(text: str) -> str:
@@ -40,7 +43,85 @@ def setup_text(scale: Scale) -> list[str]:
     ]
 
 
-def write_page(rows: list[Row], scale: Scale, path: Path) -> Path:
+def status_table(res: Results) -> list[str]:
+    """How the decisions of the Eurora-like study were taken, per dispatcher set-up: the share of
+    calls decided by the model (optimal, feasible) and by each shortcut."""
+    shares: dict[str, Counter[str]] = {}
+    for r in res.runs.get("eurora-cp", []):
+        shares.setdefault(r["label"], Counter()).update(r["summary"].get("decision_status", {}))
+    if not shares:
+        return []
+    kinds = sorted({k for c in shares.values() for k in c}, key=lambda k: (k not in MODEL, k))
+    lines = ["", "## How the decisions were taken (Eurora-like study, all runs)", "",
+             "Share of dispatcher calls by decision status: `optimal`/`feasible` are the model's own "
+             "decisions; `unsolved` started nothing (the papers' behaviour when no plan is found in time); "
+             "`fastpath`, `greedy` and `fallback` are our shortcuts; `empty`: nothing fits now.", "",
+             "| set-up | calls | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+    for name in sorted(shares):
+        c = shares[name]
+        total = sum(c.values())
+        lines.append(f"| {name} | {total:,} | " + " | ".join(f"{c[k] / total:.1%}" if c[k] else "–" for k in kinds)
+                     + " |")
+    return lines
+
+
+def time_tables(res: Results) -> list[str]:
+    """Decision times of each dispatcher on the same recorded instances (per study and set-up)."""
+    lines: list[str] = []
+    for study in ("instances", "kit-large", "curie-large"):
+        for profile in ("paper", "ours"):
+            stats = res.study(study, profile)
+            if not stats:
+                continue
+            if not lines:
+                lines = ["", "## Decision times on the same recorded instances", "",
+                         "Wall milliseconds per instance, model building included, on this machine "
+                         "(one core, other work running); `unsolved`: the solve found no plan in time.", "",
+                         "| study | set-up | dispatcher | instances (with a model) | mean ms | p50 ms | p99 ms | "
+                         "unsolved | mean variables |", "|---|---|---|---|---|---|---|---|---|"]
+            for s in stats:
+                lines.append(f"| {study} | {profile} | {s['dispatcher']} | {s['instances']} ({s['with_model']}) | "
+                             f"{s['solve_ms_mean']:.1f} | {s['solve_ms_p50']:.1f} | {s['solve_ms_p99']:.1f} | "
+                             f"{s['statuses'].get('unsolved', 0)} | {_num(s['variables_mean'])} |")
+    return lines
+
+
+def attribution_table(res: Results) -> list[str]:
+    """Figs. 6-7's statistics under the paper profile, under it with one difference at our default,
+    and under our defaults: which of our differences moves each finding."""
+    lines: list[str] = []
+    for study in ("instances", "kit-large"):
+        setups = ["paper", *(f"paper-but-{k}" for k in DIFFERENCES), "ours"]
+        found: list[tuple[str, list[dict[str, Any]]]] = []
+        for name in setups:
+            stats = res.study(study, name)
+            if stats:
+                found.append((name, stats))
+        if len(found) < 3:
+            continue
+        lines += ["", f"## Which difference moves the per-instance findings ({study})", "",
+                  "Each row replays the same instances; `paper-but-X` is the paper profile with option X at our "
+                  "default, so it changes only that difference. Ratios are PCP'20 over PCP'19 on the instances "
+                  "where both built a model.", "",
+                  "| set-up | instances compared | variables ratio median | share < 0.1 | time ratio median | "
+                  "share in [0.01, 1] | pcp20 / pcp19 / hcp19 mean ms | unsolved (pcp20 / pcp19) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, stats in found:
+            by = {s["dispatcher"]: s for s in stats}
+            a = by.get("pcp20", {})
+            ms = " / ".join(f"{by[d]['solve_ms_mean']:.1f}" if d in by else "–" for d in ("pcp20", "pcp19", "hcp19"))
+            uns = " / ".join(str(by[d]["statuses"].get("unsolved", 0)) if d in by else "–" for d in ("pcp20", "pcp19"))
+            lines.append(f"| {name} | {a.get('ratio_instances', 0)} | {_num(a.get('variables_ratio_median'))} | "
+                         f"{_num(a.get('variables_ratio_below_0.1'))} | {_num(a.get('time_ratio_median'))} | "
+                         f"{_num(a.get('time_ratio_0.01_to_1'))} | {ms} | {uns} |")
+    return lines
+
+
+def _num(x: object) -> str:
+    return f"{x:.3g}" if isinstance(x, int | float) and x == x else "–"
+
+
+def write_page(rows: list[Row], scale: Scale, path: Path, res: Results | None = None) -> Path:
     lines = ["# The papers reproduced, finding by finding", ""]
     lines += setup_text(scale)
     lines += ["", "Verdicts (column *paper profile*, then *our defaults*): " + ", ".join(VERDICTS) + ". "
@@ -53,6 +134,8 @@ def write_page(rows: list[Row], scale: Scale, path: Path) -> Path:
         mine = [r for r in rows if r.finding["paper"] == paper]
         lines.append(f"| {paper} | {_counts([r.paper.verdict for r in mine])} | "
                      f"{_counts([r.ours.verdict for r in mine])} |")
+    if res is not None:
+        lines += status_table(res) + time_tables(res) + attribution_table(res)
     for paper in PAPERS:
         lines += ["", f"## {paper}", "",
                   "| finding | where | the paper | ours, paper profile | ours, our defaults | verdict (paper / ours) |",

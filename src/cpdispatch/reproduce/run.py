@@ -27,7 +27,7 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
     """Run what is missing under `out`, evaluate every finding, write `out/reproduction.md` (and
     `docs` when given). Returns the page's path."""
     from ..campaign import run_campaign
-    from .evaluate import evaluate_all
+    from .evaluate import Results, evaluate_all
     from .page import write_page
 
     if scale_name not in SCALES:
@@ -51,15 +51,35 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
         if counts["failed"]:
             raise CpdispatchError(f"reproduce: {counts['failed']} run(s) of {name} failed; see {root / name}/runs "
                                   "(the same command retries them)")
-    rows = evaluate_all(root, scale)
-    page = write_page(rows, scale, root / "reproduction.md")
+    res = Results(root)
+    page = write_page(evaluate_all(res), scale, root / "reproduction.md", res)
     if docs is not None:
         shutil.copyfile(page, docs)
     return page
 
 
+#: our differences from the papers whose effect the instance studies measure one at a time
+DIFFERENCES = ("hint", "shortcut", "fastpath", "fallback", "time_policy", "search", "reductions", "max_units",
+               "all_different", "layout", "redundant")
+
+
 def paper_options(scale: Scale) -> dict[str, str]:
     return {"profile": "paper", "deterministic_time": str(scale.det_time)}
+
+
+def paper_but(name: str, key: str, scale: Scale) -> dict[str, str]:
+    """The paper's settings of dispatcher `name` with `key` at our default: a run that changes
+    only that difference (the time policy's own budget replaces the deterministic limits)."""
+    from ..dispatchers.base import dispatcher_class
+    from ..dispatchers.cp.profiles import paper_overrides
+
+    cls = dispatcher_class(name)  # pcp19 is pcp3's alias: the profile is the class's
+    defaults = {o.name: o.default for o in cls.options}
+    out = {k: str(v).lower() if isinstance(v, bool) else str(v)
+           for k, v in paper_overrides(cls.name, defaults).items() if k != key}
+    if key != "time_policy":
+        out["deterministic_time"] = str(scale.det_time)
+    return out
 
 
 def run_study(study: InstanceStudy, scale: Scale, out: Path) -> None:
@@ -84,12 +104,15 @@ def run_study(study: InstanceStudy, scale: Scale, out: Path) -> None:
         api.simulate(system, workload, study.recorder, "walltime", paper_options(scale),
                      load_factor=study.load_factor, record_instances=tmp)
         os.replace(tmp, recorded)
-    for profile in ("paper", "ours"):
+    runs: list[tuple[str, dict[str, dict[str, str]], int]] = [
+        ("paper", {n: paper_options(scale) for n in study.compared}, study.limit), ("ours", {}, study.limit)]
+    if study.attribute:
+        runs += [(f"paper-but-{key}", {n: paper_but(n, key, scale) for n in study.compared}, study.attribute)
+                 for key in DIFFERENCES]
+    for profile, options, limit in runs:
         target = out / profile
         if (target / STATS_FILE).exists():
             continue
-        print(f"{study.id}: replaying {study.limit} instances with {', '.join(study.compared)} ({profile}) ...",
-              flush=True)
-        options = {n: paper_options(scale) for n in study.compared} if profile == "paper" else {}
-        stats = compare(recorded, list(study.compared), target, limit=study.limit, options=options, progress=False)
+        print(f"{study.id}: replaying {limit} instances with {', '.join(study.compared)} ({profile}) ...", flush=True)
+        stats = compare(recorded, list(study.compared), target, limit=limit, options=options, progress=False)
         (target / STATS_FILE).write_text(json.dumps(stats, indent=1, default=str), encoding="utf-8")
