@@ -152,6 +152,9 @@ def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
     page = (out / "reproduction.md").read_text()
     findings = ev.load_findings()
     assert all(f"`{f['id']}`" in page for f in findings)
+    for section in ("## Headline findings", "## How the decisions were taken", "## Decision times on the same",
+                    "## Which difference moves"):
+        assert section in page
     for run in (out / "eurora-cp" / "runs").glob("*/run.json"):
         settings = json.loads(run.read_text())["settings"]
         statuses = json.loads((run.parent / "summary.json").read_text())["decision_status"]

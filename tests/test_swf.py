@@ -124,6 +124,7 @@ def test_missing_walltime_gets_queue_default(tmp_path: Path) -> None:
         (100, 2, (21, 4)),  # gcd(100, 48) = 4 -> 25 units, capped at the 21 fat nodes
         (40000, 1, (1152, 20)),  # capped at the 1,152 thin nodes
         (47, 0, (1, 47)),  # partition other than 1 = fat
+        (64, -1, (16, 4)),  # unknown partition (another system's trace) = thin: gcd(64, 20) = 4
     ],
 )
 def test_kit_units(procs: int, partition: int, expected: tuple[int, int]) -> None:

@@ -23,16 +23,21 @@ def _cell(text: str) -> str:
 
 def setup_text(scale: Scale) -> list[str]:
     v = versions()
-    studies = ", ".join(f"`{s.id}` ({s.limit} instances on `{s.system}`)" for s in instance_studies(scale))
+    studies = ", ".join(f"`{s.id}` ({s.limit} instances on `{s.system}`, recorded from {s.recorder}'s run of "
+                        + (f"{s.workload['jobs']:,} generated jobs" if "generate" in s.workload else
+                           f"{Path(s.workload['path']).name.split('-')[0]} jobs after the first "
+                           f"{s.workload['skip']:,} ({s.workload['limit']:,} jobs)")
+                        + f" at load {s.load_factor:g})" for s in instance_studies(scale))
     return [
         f"Scale **{scale.name}** (`cpdispatch reproduce{' --quick' if scale.name == 'quick' else ''}`), "
         f"cpdispatch {v['cpdispatch']}, OR-Tools {v['ortools']}, written {datetime.date.today().isoformat()}.",
         "",
         f"- Campaigns: {', '.join(f'`{c}`' for c in campaigns(scale))}; Eurora-like workloads of "
         f"{scale.eurora_jobs:,} jobs at load factors {', '.join(f'{x:g}' for x in scale.eurora_loads)} over "
-        f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: {scale.ablation_jobs:,} jobs at "
-        f"load 3 over {scale.ablation_seeds} seeds, predictors {', '.join(scale.ablation_predictors)}; the 2014 "
-        f"study: {scale.seeds} slices of {scale.kth_jobs} KTH-SP2 jobs.",
+        f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: KTH-SP2 jobs 5,001-"
+        f"{5000 + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas (submit times jittered by ±60 s), "
+        f"predictors {', '.join(scale.ablation_predictors)}, `deterministic_time={scale.ablation_det_time:g}`; "
+        f"the 2014 study: {scale.kth_slices} slices of {scale.kth_jobs} KTH-SP2 jobs.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         f"CP-SAT deterministic seconds stand for the paper's first 1-s limit (later limits scale alike), so "
@@ -41,6 +46,28 @@ def setup_text(scale: Scale) -> list[str]:
         "- Intervals: 95% Student-t over paired replicas (same seed, load and predictor); ratios are geometric "
         "means of paired ratios. `n` is the number of pairs.",
     ]
+
+
+#: the papers' headline findings, shown first (the rest follow per paper)
+HEADLINES = (
+    "pcp20-fig6-variable-ratio-below-0.1", "pcp20-fig7-time-ratio-range", "pcp20-sec52-eurora-time-ordering",
+    "pcp20-table2-ratio-hcp19-pcp20-time-d", "pcp20-table2-ratio-hcp19-pcp20-time-r",
+    "pcp20-sec51-pcp19-kit-blocks", "pcp20-fig5-eurora-slowdown-comparable",
+    "pcp20-fig5-eurora-slowdown-better-than-pbs", "cp19-fig2-pcp1r-pcp3r-slowdown-58pct",
+    "cp19-fig2-pcp3d-slowdown-37pct", "cp19-fig3-hcp1w-beats-hcp-slowdown", "cp19-fig2-pcp3-beats-pbs-slowdown",
+    "cp14-table4-all-models-beat-pbs", "cp14-table5-best-20pct-over-pbs",
+)
+
+
+def finding_rows(rows: list[Row]) -> list[str]:
+    out = ["| finding | where | the paper | ours, paper profile | ours, our defaults | verdict (paper / ours) "
+           "| cause, where not reproduced |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        f = r.finding
+        out.append(f"| `{f['id']}`: {_cell(f['statement'])} | {_cell(f['where'])} | {_cell(f['paper_value'])} "
+                   f"| {_cell(r.paper.text)} | {_cell(r.ours.text)} | {r.paper.verdict} / {r.ours.verdict} "
+                   f"| {_cell(r.cause)} |")
+    return out
 
 
 def status_table(res: Results) -> list[str]:
@@ -134,16 +161,13 @@ def write_page(rows: list[Row], scale: Scale, path: Path, res: Results | None = 
         mine = [r for r in rows if r.finding["paper"] == paper]
         lines.append(f"| {paper} | {_counts([r.paper.verdict for r in mine])} | "
                      f"{_counts([r.ours.verdict for r in mine])} |")
+    heads = [r for h in HEADLINES for r in rows if r.finding["id"] == h]
+    if heads:
+        lines += ["", "## Headline findings", ""] + finding_rows(heads)
     if res is not None:
         lines += status_table(res) + time_tables(res) + attribution_table(res)
     for paper in PAPERS:
-        lines += ["", f"## {paper}", "",
-                  "| finding | where | the paper | ours, paper profile | ours, our defaults | verdict (paper / ours) |",
-                  "|---|---|---|---|---|---|"]
-        for r in (r for r in rows if r.finding["paper"] == paper):
-            f = r.finding
-            lines.append(f"| `{f['id']}`: {_cell(f['statement'])} | {_cell(f['where'])} | {_cell(f['paper_value'])} "
-                         f"| {_cell(r.paper.text)} | {_cell(r.ours.text)} | {r.paper.verdict} / {r.ours.verdict} |")
+        lines += ["", f"## {paper}", ""] + finding_rows([r for r in rows if r.finding["paper"] == paper])
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

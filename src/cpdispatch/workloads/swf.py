@@ -10,7 +10,8 @@ Default ("accasim") rule — each SWF processor is one job unit:
   scheduler's wait, for the `recorded` baseline; None when -1 or not a whole number).
 
 KIT rule (system `kit-forhlr2`, or rule="kit"; the PCP'20 authors' KIT tweaker): partition (field 16)
-  1 = thin nodes (20 cores), anything else = fat nodes (48 cores). With cpn the node's cores:
+  1 = thin nodes (20 cores), anything else = fat nodes (48 cores); an unknown partition (-1: a trace
+  of another system replayed on KIT's shape) counts as thin, where 98% of the nodes are. With cpn the node's cores:
   per-unit cores = cpn if processors >= cpn and divisible by cpn, gcd(processors, cpn) if
   processors >= cpn, else processors; units = processors // per-unit cores (1 when processors < cpn),
   capped at 1152 (thin) / 21 (fat) — so a job larger than its partition shrinks, as in the reference.
@@ -59,7 +60,7 @@ def _recorded_wait(field: str) -> int | None:
 
 def kit_units(processors: int, partition: int) -> tuple[int, int]:
     """KIT rule: (units, cores per unit) of a job of `processors` processors in `partition`."""
-    thin = partition == 1
+    thin = partition in (1, -1)
     cpn = KIT_THIN_CORES if thin else KIT_FAT_CORES
     if processors >= cpn:
         per = cpn if processors % cpn == 0 else math.gcd(processors, cpn)
