@@ -283,10 +283,12 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
     """What the runs show about a finding that the paper profile does not reproduce: the
     differences whose single change (an attribution replay) reproduces it, the set-up that does,
     or the remaining candidates (solver generation, the stand-in workload)."""
-    from .run import DIFFERENCES
+    from .run import DIFFERENCES, TEXT_VALUES
 
     if paper.verdict not in (NOT, DIRECTION):
         return ""
+    if finding.get("note"):  # a known difference between the paper's text and what it measured
+        return str(finding["note"])
     checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
     rank = [REPRODUCED, DIRECTION, NOT]
     if all(c["measure"] == "instances" for c in checks):
@@ -296,9 +298,10 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
                 continue
             verdict = evaluate(finding, res, f"paper-but-{key}").verdict
             if verdict in rank and rank.index(verdict) < rank.index(paper.verdict):
-                moved.append(f"`{key}`")
+                moved.append(f"`{key}={TEXT_VALUES[key]}` (the paper's text)" if key in TEXT_VALUES
+                             else f"our `{key}`")
         if moved:
-            return f"closer to the paper with our {', '.join(moved)} (a replay that changes only that)"
+            return f"closer to the paper with {', '.join(moved)}: a replay that changes only that"
     if ours.verdict in rank and rank.index(ours.verdict) < rank.index(paper.verdict):
         return "our defaults come closer than the paper profile"
     metrics = {c.get("metric", c.get("field", "")) for c in checks}

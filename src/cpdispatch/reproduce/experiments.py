@@ -48,7 +48,7 @@ QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors
 FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=("datadriven", "real"),
              ablation_jobs=300, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=3,
              ablation_det_time=0.01, det_time=0.05, instances=200,
-             large_jobs=300, large_instances=15, kth_jobs=150, kth_slices=3, minutes=150,
+             large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, minutes=150,
              notes=("sized to run in under two hours on 2 cores; the papers replayed whole traces for up to 30 "
                     "hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
@@ -128,7 +128,7 @@ def instance_studies(scale: Scale) -> list[InstanceStudy]:
     curie = str(SHARED / "CEA-Curie-2011-2.1-cln.swf.gz")
     out = [
         InstanceStudy("instances", "eurora", {"generate": "eurora", "jobs": scale.eurora_jobs, "seed": 1}, 3.0,
-                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances, min(scale.instances, 100)),
+                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances, scale.instances),
         # RICC's jobs on KIT's shape (the KIT rule: whole thin nodes or their divisors), arrivals 3x
         InstanceStudy("kit-large", "kit-forhlr2", {"path": ricc, "skip": 100_000, "limit": scale.large_jobs}, 3.0,
                       "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances),

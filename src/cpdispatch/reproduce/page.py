@@ -128,8 +128,10 @@ def attribution_table(res: Results) -> list[str]:
             continue
         lines += ["", f"## Which difference moves the per-instance findings ({study})", "",
                   "Each row replays the same instances; `paper-but-X` is the paper profile with option X at our "
-                  "default, so it changes only that difference. Ratios are PCP'20 over PCP'19 on the instances "
-                  "where both built a model.", "",
+                  "default (`free_now`: at `false`, the node capacities over which the paper's text counts "
+                  "PCP'19's unit intervals, where its runs used the free amounts), so it changes only that. "
+                  "Ratios are PCP'20 over PCP'19 on the instances where both built a model; times are wall "
+                  "milliseconds on a shared machine, so small differences in the time ratio are noise.", "",
                   "| set-up | instances compared | variables ratio median | share < 0.1 | time ratio median | "
                   "share in [0.01, 1] | pcp20 / pcp19 / hcp19 mean ms | unsolved (pcp20 / pcp19) |",
                   "|---|---|---|---|---|---|---|---|"]

@@ -60,7 +60,11 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
 
 #: our differences from the papers whose effect the instance studies measure one at a time
 DIFFERENCES = ("hint", "shortcut", "fastpath", "fallback", "time_policy", "search", "reductions", "max_units",
-               "all_different", "layout", "redundant")
+               "all_different", "layout", "redundant", "free_now")
+#: differences between what the papers ran and what their text says, tried at the text's value:
+#: PCP'20 Sect. 2.2 counts PCP'19's unit intervals over node capacities, the shipped code over free
+#: amounts (`free_now`, which the profile keeps: it is what the paper's runs used)
+TEXT_VALUES: dict[str, object] = {"free_now": False}
 
 
 def paper_options(scale: Scale) -> dict[str, str]:
@@ -68,15 +72,18 @@ def paper_options(scale: Scale) -> dict[str, str]:
 
 
 def paper_but(name: str, key: str, scale: Scale) -> dict[str, str]:
-    """The paper's settings of dispatcher `name` with `key` at our default: a run that changes
-    only that difference (the time policy's own budget replaces the deterministic limits)."""
+    """The paper's settings of dispatcher `name` with `key` at our default (or, for `TEXT_VALUES`,
+    at the paper text's value): a run that changes only that difference (the time policy's own
+    budget replaces the deterministic limits)."""
     from ..dispatchers.base import dispatcher_class
     from ..dispatchers.cp.profiles import paper_overrides
 
     cls = dispatcher_class(name)  # pcp19 is pcp3's alias: the profile is the class's
     defaults = {o.name: o.default for o in cls.options}
-    out = {k: str(v).lower() if isinstance(v, bool) else str(v)
-           for k, v in paper_overrides(cls.name, defaults).items() if k != key}
+    settings = {k: v for k, v in paper_overrides(cls.name, defaults).items() if k != key}
+    if key in TEXT_VALUES and key in defaults:
+        settings[key] = TEXT_VALUES[key]
+    out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
     if key != "time_policy":
         out["deterministic_time"] = str(scale.det_time)
     return out
