@@ -51,8 +51,8 @@ def test_every_finding_has_a_check_the_engine_understands() -> None:
             if "predictor" in c:
                 assert c["predictor"] in PREDICTORS, f["id"]
             if "metric" in c:
-                ev.metric({"avg_wait": 1, "avg_slowdown": 1, "avg_bounded_slowdown": 1, "dispatch_ms_mean": 1,
-                           "dispatch_ms_max": 1, "makespan": 1, "utilization": {"core": 1}, "completed": 1,
+                ev.metric({"avg_wait": 1, "avg_slowdown": 1, "avg_bounded_slowdown": 1, "dispatch_cpu_ms_mean": 1,
+                           "dispatch_cpu_ms_max": 1, "makespan": 1, "utilization": {"core": 1}, "completed": 1,
                            "jobs": 1, "by_queue": {}}, c["metric"])
 
 
@@ -64,7 +64,8 @@ class Fake(ev.Results):
 
     def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
                ) -> dict[tuple[Any, ...], float]:
-        return {(i,): v for i, v in enumerate(self.values.get(ev.label(name, profile), []))}
+        values = self.values.get(ev.label(name, profile), self.values.get(name if name in ("pbs", "easy") else "", []))
+        return {(i,): v for i, v in enumerate(values)}
 
     def study(self, study: str, profile: str) -> list[dict[str, Any]] | None:
         return self.stats.get(profile)
@@ -84,6 +85,9 @@ def test_ratio_verdicts() -> None:
     assert outcome(RATIO, near).verdict == ev.REPRODUCED
     same_side = {"hcp19/paper": [40.0, 41.0, 39.0], "pcp20/paper": [10.0, 10.0, 10.0]}
     assert outcome(RATIO, same_side).verdict == ev.DIRECTION
+    # a wide interval that holds the paper's value but also 1 proves nothing
+    vague = {"hcp19/paper": [2.0, 40.0], "pcp20/paper": [10.0, 10.0]}
+    assert outcome(RATIO, vague).verdict == ev.NOT
     opposite = {"hcp19/paper": [5.0, 6.0, 5.5], "pcp20/paper": [10.0, 10.0, 10.0]}
     assert outcome(RATIO, opposite).verdict == ev.NOT
     # our defaults are read from the plain labels; missing results are "not run"
@@ -119,6 +123,8 @@ def test_several_checks_take_the_weakest_verdict_and_none_is_not_checked() -> No
     both = [RATIO, {"measure": "none", "why": "hardware"}]
     out = outcome(both, {"hcp19/paper": [16.0, 17.0], "pcp20/paper": [10.0, 10.0]})
     assert out.verdict == ev.NOT_CHECKED and "hardware" in out.text
+    # a failed check is not hidden by an unchecked one
+    assert outcome(both, {"hcp19/paper": [5.0, 6.0], "pcp20/paper": [10.0, 10.0]}).verdict == ev.NOT
 
 
 def test_intervals_come_from_the_t_distribution() -> None:

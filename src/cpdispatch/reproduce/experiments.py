@@ -3,7 +3,7 @@ comparisons, at two scales (quick: CI minutes on small cases; full: the reproduc
 
 Each CP dispatcher runs twice: under `profile=paper` (label `NAME/paper`) and under our defaults
 (label `NAME`). Paper-profile runs use deterministic-time limits (`deterministic_time` stands for
-the paper's first limit, later ones scale alike), so a run gives the same decisions on any machine.
+one second of the paper's limits, every limit scales alike), so a run decides the same on any machine.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ def setup_text(scale: Scale) -> list[str]:
         f"the 2014 study: {scale.kth_slices} slices of {scale.kth_jobs} KTH-SP2 jobs.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
-        f"CP-SAT deterministic seconds stand for the paper's first 1-s limit (later limits scale alike), so "
-        "these runs decide the same on any machine. **Our defaults**: the `fast` policy and every shortcut.",
+        "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "
+        "so these runs decide the same on any machine (their times still vary). **Our defaults**: the `fast` "
+        "policy and every shortcut.",
         *(f"- **Note**: {n}." for n in scale.notes),
         "- Intervals: 95% Student-t over paired replicas (same seed, load and predictor); ratios are geometric "
         "means of paired ratios. `n` is the number of pairs.",

@@ -3,16 +3,19 @@ the reproduction page from their results."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from ..campaign.spec import versions
 from ..errors import CpdispatchError
 from .experiments import SCALES, InstanceStudy, Scale, campaigns, instance_studies
 
 STATS_FILE = "stats.json"
+MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
 ORDER = ("eurora-cp", "instances", "kit-large", "ablation", "eurora14", "curie-large")
 
@@ -95,7 +98,13 @@ def run_study(study: InstanceStudy, scale: Scale, out: Path) -> None:
     from ..instances import compare
     from ..system import load_system
 
+    manifest = json.dumps({"study": dataclasses.asdict(study), "det_time": scale.det_time, "versions": versions()},
+                          sort_keys=True, default=str)
+    if (out / MANIFEST).is_file() and (out / MANIFEST).read_text() != manifest:
+        print(f"{study.id}: {out} holds another scale's or version's study: it is redone", flush=True)
+        shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST).write_text(manifest)
     recorded = out / "instances.jsonl.gz"
     if not recorded.exists():
         system = load_system(study.system)

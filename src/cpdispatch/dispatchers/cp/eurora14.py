@@ -42,7 +42,8 @@ again (e.g. `mks-wt-nl` becomes makespan s.t. tardiness only, then pure makespan
 The plan kept is the best of every plan seen (greedy, each phase's plan, the composite's), ranked
 by (number of violated bounds, primary objective): never worse than the greedy plan unless the
 greedy plan breaks a bound. Its status says where it came from: `optimal`/`feasible` (the
-composite), `phase` (a pure phase), `fallback` (the greedy plan; never with `fallback=false`).
+composite), `phase` (a pure phase), `fallback` (the greedy plan). With `fallback=false` (the
+paper's) only the composite's own plan is enacted, and nothing when it has none (`unsolved`).
 
 *Bounding the work.* The paper plans every queued job. A model has one count, literal and interval
 per (job, candidate node) pair, so on huge queues the jobs planned are capped at `q_length`
@@ -99,6 +100,7 @@ class Eurora14(CpDispatcher):
     summary = "Eurora'14: rolling-horizon job units on nodes, makespan/tardiness/late jobs and composites"
     selection = "queue"
     objective_kind = "makespan"
+    paper_search = "portfolio"  # CP Optimizer's default search (Sect. 4)
     options = cp_options(q_length=100, clamp=True, priority="ewt", ewt="eurora") + (
         Option("objective", "mks-wt-nl", "makespan | tardiness | late_jobs | mks-wt-nl | wt-mks-nl | nl-mks-wt"),
         Option("tolerance", 0.1, "composites: constrained objectives <= (1 + tolerance) x their pure optimum"),
@@ -150,8 +152,8 @@ class Eurora14(CpDispatcher):
                 greedy = None
         if self.shortcut and greedy is not None and not any(greedy.starts.values()):  # optimal for all
             return Outcome(greedy, "optimal", value(primary, greedy), True)
-        # the plans a hint, a theta and the final choice may come from (greedy: only as a fallback)
-        plans: list[Plan] = [greedy] if greedy is not None and self.fallback else []
+        # the plans a hint and a theta come from; with `fallback`, also the plan enacted
+        plans: list[Plan] = [greedy] if greedy is not None else []
         wall, dtime = self.phase_limits()
         quick = self.policy == "fast"  # the front end's fast policy: quick-restart portfolio
         thetas: dict[str, int] = {}
@@ -176,10 +178,14 @@ class Eurora14(CpDispatcher):
                 break
             bounds.pop(next(reversed(bounds)))  # proven infeasible: drop the last bound
         optimal = status == cp_model.OPTIMAL
+        if not self.fallback:  # the paper's: the composite's own plan, or nothing
+            if final is None:
+                return Outcome(None, "unsolved", None, False, built)
+            return Outcome(final, "optimal" if optimal else "feasible", value(primary, final), True, built)
         if final is not None:
             plans.append(final)
         if not plans:
-            return Outcome(None, "fallback" if self.fallback else "unsolved", None, False, built)
+            return Outcome(None, "fallback", None, False, built)
         best = min(plans, key=partial(_rank, inst, primary, bounds))
         if final is not None and value(primary, best) == value(primary, final):
             status_text = "optimal" if optimal else "feasible"

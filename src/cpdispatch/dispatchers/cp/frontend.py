@@ -21,8 +21,9 @@ and cost seconds per decision):
            as a safety cap (reproducible unless the cap is hit); the greedy hint means there always
            is a plan. The conflict limit matters: CP-SAT under-counts deterministic time when it
            raises an objective bound by tiny steps (HPC2N: 5 ms deterministic took 160 ms).
-`deterministic_time` > 0 replaces every policy's wall limits by deterministic ones (the first limit;
-later ones scale like the wall limits), for runs that are reproducible across machines.
+`deterministic_time` > 0 replaces every policy's wall limits by deterministic ones: the value stands
+for `initial_limit` seconds (1 s, the first limit of the CP'19 and PCP'20 policies) and every limit
+scales alike (PCP base's 60 s become 60 times it), for runs that are reproducible across machines.
 
 Left out on purpose: the CP'19 "dispatch skip" (notes 2.2 step 1). Between two calls with the
 same queue and free amounts, time moves on: waits, priorities, EWT tardiness and the running
@@ -72,7 +73,8 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("k", 2, "cp19: stop after k equal objective values"),
     ("workers", 1, "CP-SAT workers (1 = deterministic)"),
     ("seed", 0, "CP-SAT random seed"),
-    ("deterministic_time", 0.0, "> 0: deterministic-time limits instead of wall limits (first limit)"),
+    ("deterministic_time", 0.0, "> 0: deterministic-time limits instead of wall limits (the value stands for "
+                                "initial_limit seconds; every limit scales alike)"),
     ("fastpath", True, "start the whole queue without a model when it fits now"),
     ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy) | paper "
                             "(the version's own: the solver's default for PCP, PCP1, PCP2, else fixed)"),
@@ -90,8 +92,7 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("limit_scale", 1.0, "paper time policies: multiply every time limit (e.g. 0.1 for a faster machine "
                          "and solver than the papers' OR-Tools 7.3)"),
     ("profile", "default", "default (ours) | paper: set every option as the dispatcher's paper does "
-                           "(`cpdispatch dispatchers` lists them); only seed, limit_scale and "
-                           "deterministic_time stay free"),
+                           "(`cpdispatch dispatchers` lists them and the few that stay free)"),
 )
 
 
@@ -334,8 +335,8 @@ class CpDispatcher(Dispatcher):
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
         if built is None:
-            if greedy is None:
-                return Outcome(None, "fallback", None, False)
+            if greedy is None or not self.fallback:
+                return Outcome(None, "fallback" if self.fallback else "unsolved:too-large", None, None)
             return Outcome(greedy, "greedy:too-large", g_obj, None)
         if self.search_kind == "fixed":
             built.add_search()
@@ -353,7 +354,7 @@ class CpDispatcher(Dispatcher):
 
     def solve_limits(self, seconds: float) -> tuple[float, float]:
         """(wall, deterministic) limits of a solve the paper gives `seconds`, times `limit_scale`;
-        deterministic ones when `deterministic_time` > 0 (it stands for the first limit)."""
+        deterministic ones when `deterministic_time` > 0 (it stands for `initial_limit` seconds)."""
         scaled = seconds * self.limit_scale
         if self.deterministic_time > 0:
             return 0.0, self.deterministic_time * scaled / self.initial_limit
