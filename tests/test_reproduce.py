@@ -187,3 +187,20 @@ def test_paper_but_changes_exactly_one_difference(name: str) -> None:
         if key == "time_policy":
             expected.add("deterministic_time")  # the fast policy keeps its own budget
         assert changed == expected, (name, key, changed)
+
+
+def test_missing_traces_are_a_one_line_error_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    from cpdispatch.cli import main
+    from cpdispatch.reproduce.experiments import TRACES_VARIABLE
+
+    out = tmp_path / "repro"
+    try:
+        assert main(["reproduce", "--quick", "--out", str(out), "--traces", str(tmp_path / "none")]) == 2
+    finally:
+        import os
+
+        os.environ.pop(TRACES_VARIABLE, None)
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cpdispatch: error: reproduce: trace(s)") and "--traces" in err and "\n" not in err
+    assert not out.exists()

@@ -290,7 +290,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    import os
+
     from .reproduce import reproduce
+    from .reproduce.experiments import TRACES_VARIABLE
+
+    if args.traces:
+        os.environ[TRACES_VARIABLE] = str(Path(args.traces).resolve())
 
     try:
         page = reproduce(args.out, "quick" if args.quick else "full", workers=args.workers, docs=args.docs,
@@ -563,6 +569,9 @@ def _add_campaign(sub: Any) -> None:
     s.add_argument("--workers", type=int, default=None, help="local Dask worker processes (default: the cores)")
     s.add_argument("--docs", default=None, metavar="FILE", help="also copy the page there "
                                                               "(e.g. docs/reproduction.md)")
+    s.add_argument("--traces", default=None, metavar="DIR", help="folder of the real traces (KTH-SP2, RICC, "
+                                                                   "CEA-Curie; default: ../shared/workloads beside "
+                                                                   "the repository)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     s.set_defaults(func=cmd_reproduce)
 

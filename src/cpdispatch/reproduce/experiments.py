@@ -8,12 +8,19 @@ one second of the paper's limits, every limit scales alike), so a run decides th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: the traces (beside the repository, never copied into it)
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "workloads"
+#: where the traces are: $CPDISPATCH_TRACES (`reproduce --traces`), else beside the repository
+TRACES_VARIABLE = "CPDISPATCH_TRACES"
+
+
+def traces() -> Path:
+    """The folder of the real traces (never copied into the repository)."""
+    given = os.environ.get(TRACES_VARIABLE)
+    return Path(given) if given else Path(__file__).resolve().parents[3].parent / "shared" / "workloads"
 
 
 @dataclass(frozen=True)
@@ -46,11 +53,11 @@ QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
 FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=("datadriven", "real"),
-             ablation_jobs=300, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=3,
+             ablation_jobs=300, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
              ablation_det_time=0.01, det_time=0.05, instances=200,
              large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, minutes=150,
-             notes=("sized to run in under two hours on 2 cores; the papers replayed whole traces for up to 30 "
-                    "hours, which the same campaigns do with larger sizes",))
+             notes=("sized to run in about two and a half hours on 2 cores; the papers replayed whole traces "
+                    "for up to 30 hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
 
 PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
@@ -87,11 +94,11 @@ def campaigns(scale: Scale) -> dict[str, str]:
     eurora = f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n'
     # the CP'19 ablation is about queues under contention: the Eurora-like generator leaves the system
     # nearly idle at these sizes (docs/reproduction.md), so a congested KTH-SP2 slice stands in
-    ablation_wl = (f'[[workloads]]\npath = "{SHARED / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
+    ablation_wl = (f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
                    f'skip_jobs = 5000\nlimit_jobs = {scale.ablation_jobs}\nlabel = "kth-ablation"\n')
     # replicas of the 2014 comparison are slices of one trace: the recorded schedule (the PBS that
     # really ran) cannot be jittered
-    kth = "\n".join(f'[[workloads]]\npath = "{SHARED / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
+    kth = "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
                     f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
                     for skip in range(5000, 5000 + 4000 * scale.kth_slices, 4000))
     eurora14 = [entry for o in EURORA14_OBJECTIVES for entry in (
@@ -124,8 +131,8 @@ class InstanceStudy:
 
 
 def instance_studies(scale: Scale) -> list[InstanceStudy]:
-    ricc = str(SHARED / "RICC-2010-2.swf.gz")
-    curie = str(SHARED / "CEA-Curie-2011-2.1-cln.swf.gz")
+    ricc = str(traces() / "RICC-2010-2.swf.gz")
+    curie = str(traces() / "CEA-Curie-2011-2.1-cln.swf.gz")
     out = [
         InstanceStudy("instances", "eurora", {"generate": "eurora", "jobs": scale.eurora_jobs, "seed": 1}, 3.0,
                       "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances, scale.instances),

@@ -12,12 +12,13 @@ from typing import Any
 
 from ..campaign.spec import versions
 from ..errors import CpdispatchError
-from .experiments import SCALES, InstanceStudy, Scale, campaigns, instance_studies
+from .experiments import SCALES, InstanceStudy, Scale, campaigns, instance_studies, traces
 
 STATS_FILE = "stats.json"
+TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
-ORDER = ("eurora-cp", "instances", "kit-large", "ablation", "eurora14", "curie-large")
+ORDER = ("eurora-cp", "instances", "kit-large", "eurora14", "ablation", "curie-large")
 
 
 def estimate(scale: Scale) -> str:
@@ -36,6 +37,10 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
     if scale_name not in SCALES:
         raise CpdispatchError(f"unknown scale {scale_name!r} (scales: {', '.join(SCALES)})")
     scale = SCALES[scale_name]
+    missing = [n for n in TRACES_USED if not (traces() / n).is_file()]
+    if missing:
+        raise CpdispatchError(f"reproduce: trace(s) {', '.join(missing)} not found in {traces()} (give the folder "
+                              "with --traces)")
     root = Path(out)
     try:
         (root / "campaigns").mkdir(parents=True, exist_ok=True)
