@@ -65,7 +65,7 @@ from . import objectives
 from .frontend import CpDispatcher, Outcome, cp_options
 from .greedy import greedy_plan
 from .instance import BuiltModel, Instance, Plan
-from .pcp19 import LAYOUT, LAYOUTS, PerNodeModel
+from .pcp19 import LAYOUT, PerNodeModel, check_layout
 
 #: objective option -> (primary, constrained...) objective kinds
 OBJECTIVES: dict[str, tuple[str, ...]] = {
@@ -116,8 +116,7 @@ class Eurora14(CpDispatcher):
         super().__init__(**values)
         if self.objective not in OBJECTIVES:
             raise CpdispatchError(f"dispatcher {self.name}: objective must be one of {', '.join(OBJECTIVES)}")
-        if self.layout not in LAYOUTS:
-            raise CpdispatchError(f"dispatcher {self.name}: layout must be one of {', '.join(LAYOUTS)}")
+        check_layout(self.name, self.layout)
         if not self.tolerance >= 0:
             raise CpdispatchError(f"dispatcher {self.name}: tolerance must be >= 0")
         self.kinds = OBJECTIVES[self.objective]
@@ -130,10 +129,7 @@ class Eurora14(CpDispatcher):
 
     def phase_limits(self) -> tuple[float, float]:
         """(wall, deterministic) limits of one phase's solve."""
-        if self.policy == "fast":
-            return (0.0, self.deterministic_time) if self.deterministic_time > 0 else (self.initial_limit,
-                                                                                      self.fast_budget)
-        return self.solve_limits(self.initial_limit)
+        return self.fast_limits() if self.policy == "fast" else self.solve_limits(self.initial_limit)
 
     def optimise(self, inst: Instance) -> Outcome:
         """Pure phases for the constrained objectives (their theta), then the primary objective

@@ -352,6 +352,11 @@ class CpDispatcher(Dispatcher):
 
     # -- time policies --------------------------------------------------------------------------
 
+    def fast_limits(self) -> tuple[float, float]:
+        """(wall, deterministic) limits of the fast policy's one solve."""
+        det = self.deterministic_time
+        return (0.0, det) if det > 0 else (self.initial_limit, self.fast_budget)
+
     def solve_limits(self, seconds: float) -> tuple[float, float]:
         """(wall, deterministic) limits of a solve the paper gives `seconds`, times `limit_scale`;
         deterministic ones when `deterministic_time` > 0 (it stands for `initial_limit` seconds)."""
@@ -365,8 +370,7 @@ class CpDispatcher(Dispatcher):
         hint (None: cold solves); with `hint`, each re-solve is hinted with the best plan so far."""
         kind, inst = self.objective_kind, built.instance
         if self.policy == "fast":
-            det = self.deterministic_time
-            wall, dtime = (0.0, det) if det > 0 else (self.initial_limit, self.fast_budget)
+            wall, dtime = self.fast_limits()
             status, plan = self.solve_once(built, greedy, wall, dtime, quick=True, conflicts=self.fast_conflicts)
             return plan, status == cp_model.OPTIMAL, plan is not None
         best: Plan | None = None

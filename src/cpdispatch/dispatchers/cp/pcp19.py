@@ -394,6 +394,12 @@ def _with_jobs(instance: Instance, jobs: tuple[CpJob, ...]) -> Instance:
 _REDUNDANT = Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model")
 _FREE_NOW = Option("free_now", True, "queued jobs only on nodes with room now (the original's restriction)")
 _FULL_CAPACITY = Option("free_now", False, "queued jobs only on nodes with room now (PCP1-3's restriction)")
+def check_layout(dispatcher: str, layout: str) -> None:
+    """A dispatcher's `layout` option, checked when it is built (not at its first model)."""
+    if layout not in LAYOUTS:
+        raise CpdispatchError(f"dispatcher {dispatcher}: layout must be one of {', '.join(LAYOUTS)}")
+
+
 LAYOUT = Option("layout", "counts", "counts (unit counts per node) | units (the CP'19 paper's layout: one "
                                      "optional interval per unit that fits on each node; size grows with "
                                      "units x nodes)")
@@ -412,8 +418,7 @@ class PerNodeDispatcher(CpDispatcher):
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
-        if self.layout not in LAYOUTS:
-            raise CpdispatchError(f"dispatcher {self.name}: layout must be one of {', '.join(LAYOUTS)}")
+        check_layout(self.name, self.layout)
 
     def build(self, instance: Instance) -> BuiltModel:
         return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant,
