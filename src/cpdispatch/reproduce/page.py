@@ -9,7 +9,7 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import Scale, campaigns, instance_studies
+from .experiments import ABLATION_SKIP, Scale, campaigns, instance_studies
 from .run import DIFFERENCES
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
@@ -34,8 +34,9 @@ def setup_text(scale: Scale) -> list[str]:
         "",
         f"- Campaigns: {', '.join(f'`{c}`' for c in campaigns(scale))}; Eurora-like workloads of "
         f"{scale.eurora_jobs:,} jobs at load factors {', '.join(f'{x:g}' for x in scale.eurora_loads)} over "
-        f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: KTH-SP2 jobs 5,001-"
-        f"{5000 + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas (submit times jittered by ±60 s), "
+        f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: KTH-SP2 jobs "
+        f"{ABLATION_SKIP + 1:,}-{ABLATION_SKIP + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas "
+        f"(submit times jittered by ±60 s), "
         f"predictors {', '.join(scale.ablation_predictors)}, `deterministic_time={scale.ablation_det_time:g}`; "
         f"the 2014 study: {scale.kth_slices} slices of {scale.kth_jobs} KTH-SP2 jobs.",
         f"- Instance studies: {studies}.",

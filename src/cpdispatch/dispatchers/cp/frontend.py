@@ -335,8 +335,10 @@ class CpDispatcher(Dispatcher):
             # every job starts now: no objective can do better (all are monotone in the starts)
             return Outcome(greedy, "greedy", g_obj, True)
         if built is None:
-            if greedy is None or not self.fallback:
-                return Outcome(None, "fallback" if self.fallback else "unsolved:too-large", None, None)
+            if greedy is None:
+                return Outcome(None, "fallback", None, False)
+            if not self.fallback:
+                return Outcome(None, "unsolved:too-large", None, None)
             return Outcome(greedy, "greedy:too-large", g_obj, None)
         if self.search_kind == "fixed":
             built.add_search()
