@@ -212,18 +212,26 @@ def _value(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outco
     return Outcome(REPRODUCED if ok else NOT, f"{check['a']}: {e.text()}")
 
 
-def _instances(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+def instance_value(res: Results, check: dict[str, Any], profile: str) -> tuple[float, dict[str, Any]] | None:
+    """The per-instance statistic a check names, and its dispatcher's row (None: not replayed)."""
     stats = res.study(check["study"], profile)
-    if stats is None:
-        return Outcome(NOT_RUN, "")
-    row = next((s for s in stats if s["dispatcher"] == check["dispatcher"]), None)
+    row = next((s for s in stats or [] if s["dispatcher"] == check["dispatcher"]), None)
     if row is None:
-        return Outcome(NOT_RUN, "")
+        return None
     field = check["field"]
     if field == "unsolved_share":
         value = row["statuses"].get("unsolved", 0) / row["with_model"] if row["with_model"] else math.nan
     else:
         value = float(row.get(field, math.nan))
+    return value, row
+
+
+def _instances(res: Results, exp: str, check: dict[str, Any], profile: str) -> Outcome:
+    found = instance_value(res, check, profile)
+    if found is None:
+        return Outcome(NOT_RUN, "")
+    value, row = found
+    field = check["field"]
     if math.isnan(value):
         return Outcome(NOT_RUN, f"{field}: no instance with a model")
     target, op = float(check["target"]), check.get("op", "~")
@@ -295,6 +303,26 @@ def evaluate_all(res: Results) -> list[Row]:
     return rows
 
 
+def moved_towards(check: dict[str, Any], res: Results) -> str:
+    """The attribution replays that move a per-instance statistic at least a fifth of the way from
+    the paper profile's value to the paper's, with the value each reaches."""
+    from .run import DIFFERENCES, TEXT_VALUES
+
+    base = instance_value(res, check, "paper")
+    if base is None or math.isnan(base[0]):
+        return ""
+    target, start = float(check["target"]), base[0]
+    out = []
+    for key in DIFFERENCES:
+        found = instance_value(res, check, f"paper-but-{key}")
+        if found is None or math.isnan(found[0]) or target == start:
+            continue
+        if (found[0] - start) / (target - start) >= 0.2:
+            name = f"`{key}={TEXT_VALUES[key]}`" if key in TEXT_VALUES else f"our `{key}`"
+            out.append(f"{name} {found[0]:.3g}")
+    return ", ".join(out) + (f" (paper profile {start:.3g})" if out else "")
+
+
 def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) -> str:
     """What the runs show about a finding that the paper profile does not reproduce: the
     differences whose single change (an attribution replay) reproduces it, the set-up that does,
@@ -318,6 +346,10 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
                              else f"our `{key}`")
         if moved:
             return f"closer to the paper with {', '.join(moved)}: a replay that changes only that"
+        towards = moved_towards(checks[0], res)
+        if towards:
+            return (f"replays that change one difference move it towards the paper's {checks[0]['target']:g}: "
+                    f"{towards}; no single one reproduces it")
     if ours.verdict in rank and rank.index(ours.verdict) < rank.index(paper.verdict):
         return "our defaults come closer than the paper profile (the two columns)"
     metrics = {str(c.get("metric", c.get("field", ""))) for c in checks}
