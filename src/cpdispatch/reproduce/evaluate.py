@@ -108,6 +108,9 @@ class Results:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.runs = {name: load_runs(root / name) for name in SIMULATIONS if (root / name / "runs").is_dir()}
+        #: runs planned per campaign (its last campaign file), to say what a page rests on
+        self.planned = {name: len(json.loads((root / name / "campaign-runs.json").read_text())["runs"])
+                        for name in self.runs}
 
     def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
                ) -> dict[tuple[Any, ...], float]:

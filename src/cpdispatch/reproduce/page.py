@@ -9,7 +9,7 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import ABLATION_SKIP, Scale, campaigns, instance_studies
+from .experiments import Scale, campaigns, instance_studies
 from .run import DIFFERENCES
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
@@ -35,7 +35,7 @@ def setup_text(scale: Scale) -> list[str]:
         f"- Campaigns: {', '.join(f'`{c}`' for c in campaigns(scale))}; Eurora-like workloads of "
         f"{scale.eurora_jobs:,} jobs at load factors {', '.join(f'{x:g}' for x in scale.eurora_loads)} over "
         f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: KTH-SP2 jobs "
-        f"{ABLATION_SKIP + 1:,}-{ABLATION_SKIP + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas "
+        f"{scale.ablation_skip + 1:,}-{scale.ablation_skip + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas "
         f"(submit times jittered by ±60 s), "
         f"predictors {', '.join(scale.ablation_predictors)}, `deterministic_time={scale.ablation_det_time:g}`; "
         f"the 2014 study: {scale.kth_slices} slices of {scale.kth_jobs} KTH-SP2 jobs.",
@@ -152,9 +152,21 @@ def _num(x: object) -> str:
     return f"{x:.3g}" if isinstance(x, int | float) and x == x else "–"
 
 
+def completeness(res: Results, scale: Scale) -> list[str]:
+    """What the page rests on: complete runs per campaign, studies replayed (an interrupted
+    reproduction still writes its page; rerunning the command completes it)."""
+    parts = [f"`{name}` {len(runs)} of {res.planned[name]} runs" for name, runs in res.runs.items()]
+    for study in instance_studies(scale):
+        done = res.study(study.id, "paper") is not None
+        parts.append(f"`{study.id}` {'replayed' if done else 'not run'}")
+    return [f"- Complete when this page was written: {'; '.join(parts)}."]
+
+
 def write_page(rows: list[Row], scale: Scale, path: Path, res: Results | None = None) -> Path:
     lines = ["# The papers reproduced, finding by finding", ""]
     lines += setup_text(scale)
+    if res is not None:
+        lines += completeness(res, scale)
     lines += ["", "Verdicts (column *paper profile*, then *our defaults*): " + ", ".join(VERDICTS) + ". "
               "*reproduced*: a ratio or value within the 95% interval or within 25% of the paper's, a direction or "
               "ordering significant at 95%, a level claim whose interval lies within its tolerance; *direction "
