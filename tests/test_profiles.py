@@ -146,6 +146,20 @@ def test_a_paper_decision_reaches_the_brute_force_optimum_on_the_models_nodes(na
     assert built.variables is not None and built.variables > 0
 
 
+def test_det_wall_cap_stops_a_deterministic_solve_and_says_so() -> None:
+    """A cap far below what the solve needs stops it, and the decision's status says it was capped
+    (such a decision is no longer machine-independent); without the cap the same solve is optimal."""
+    queued = [(job("wide", 40, 4, 3, (2, 0)), 4), (job("gpu", 60, 3, 1, (2, 2)), 3),
+              (job("small", 99, 1, 2, (1, 0)), 1)]
+    snap = snapshot(gpu_system(), queued)
+    free = make_dispatcher("pcp19", {"profile": "paper", "deterministic_time": "1"}).decide(snap)
+    capped = make_dispatcher("pcp19", {"profile": "paper", "deterministic_time": "1", "det_wall_cap": "1e-9"})
+    assert free.status == "optimal"
+    assert capped.decide(snap).status.endswith(":capped")
+    with pytest.raises(CpdispatchError, match="det_wall_cap must be >= 0"):
+        make_dispatcher("pcp20", {"det_wall_cap": "-1"})
+
+
 def test_paper_pcp20_enacts_the_models_placement() -> None:
     """Under our default, pcp20 re-places the jobs it starts by scarce fit; under the paper
     profile the model's own nodes run (here: the plan's extracted nodes, checked valid)."""

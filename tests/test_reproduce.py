@@ -23,8 +23,9 @@ EXPERIMENT_NAMES = {
                                               "nl-mks-wt")), "pbs", "recorded"},
     "instances": {"pcp20", "pcp19", "hcp19"},
     "kit-large": {"pcp20", "pcp19", "hcp19"},
+    "kit-sim": {"pcp20", "hcp19"},
 }
-PREDICTORS = {"walltime", "datadriven", "real", "all"}
+PREDICTORS = {"walltime", "datadriven", "real", "last2", "all"}
 
 
 def checks(f: dict[str, Any]) -> list[dict[str, Any]]:
@@ -125,6 +126,36 @@ def test_several_checks_take_the_weakest_verdict_and_none_is_not_checked() -> No
     assert out.verdict == ev.NOT_CHECKED and "hardware" in out.text
     # a failed check is not hidden by an unchecked one
     assert outcome(both, {"hcp19/paper": [5.0, 6.0], "pcp20/paper": [10.0, 10.0]}).verdict == ev.NOT
+
+
+class ByExperiment(Fake):
+    """Fake results per experiment: the study and its workload-only variant."""
+
+    def __init__(self, values: dict[str, dict[str, list[float]]], waits: dict[str, float]) -> None:
+        super().__init__({})
+        self.by_experiment = values
+        self.runs = {e: [{"label": "pcp20/paper", "summary": {"avg_wait": w}}] for e, w in waits.items()}
+
+    def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
+               ) -> dict[tuple[Any, ...], float]:
+        self.values = self.by_experiment.get(experiment, {})
+        return super().series(experiment, name, profile, metric_name, predictor)
+
+
+def test_the_cause_names_the_workload_when_its_variant_alone_reproduces_the_finding() -> None:
+    check = {"measure": "direction", "lower": "pcp20", "higher": "pbs", "metric": "wait_mean", "predictor": "real"}
+    finding = {"experiment": "eurora-cp", "check": check}
+    idle = {"pcp20/paper": [6.0, 7.0, 8.0], "pbs": [5.0, 6.0, 7.0]}
+    contended = {"pcp20/paper": [1.0, 2.0, 3.0], "pbs": [5.0, 6.0, 7.5]}
+    res = ByExperiment({"eurora-cp": idle, "eurora-cp-contended": contended},
+                       {"eurora-cp": 12.0, "eurora-cp-contended": 130.0})
+    paper, ours = ev.evaluate(finding, res, "paper"), ev.evaluate(finding, res, "ours")
+    assert paper.verdict == ev.NOT
+    cause = ev.cause(finding, res, paper, ours)
+    assert cause.startswith("the workload:") and "gives reproduced" in cause and "130 s" in cause and "12 s" in cause
+    res = ByExperiment({"eurora-cp": idle, "eurora-cp-contended": idle}, {"eurora-cp": 12.0,
+                                                                           "eurora-cp-contended": 130.0})
+    assert ev.cause(finding, res, paper, ours).startswith("not the workload alone")
 
 
 def test_intervals_come_from_the_t_distribution() -> None:

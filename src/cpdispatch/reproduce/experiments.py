@@ -34,6 +34,9 @@ class Scale:
     ablation_predictors: tuple[str, ...]
     ablation_seeds: int
     ablation_det_time: float  # the paper profile on a congested queue costs seconds per decision
+    #: the paper profile's solves in the ablation also stop after this many times their deterministic
+    #: limit in wall seconds (`det_wall_cap`: PCP3's and PCP base's models on the congested slice)
+    ablation_wall_cap: float
     #: deterministic seconds standing for the paper's first limit (1 s in CP'19 and PCP'20)
     det_time: float
     #: recorded Eurora instances for Figs. 6-7, and large-system instances (KIT, CEA-Curie)
@@ -45,25 +48,36 @@ class Scale:
     #: the ablation's KTH-SP2 jobs: after the first `ablation_skip` (8,000: a slice that queues up at
     #: once, mean wait 8,768 s under easy; under the paper profile PCP3 takes minutes per decision there)
     ablation_skip: int
+    #: the load factor at which the Eurora-like workload stands in for a contended Eurora (the
+    #: workload-only variants of the Eurora study and of the ablation)
+    contended_load: float
+    #: CEA-Curie jobs replayed on the KIT-shaped system (Table 1, Fig. 4): RICC's leave it idle
+    kit_sim_jobs: int
     minutes: float  # estimated wall time on 2 cores
     notes: tuple[str, ...] = field(default=())
 
 
 QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors=("datadriven", "real"),
               ablation_jobs=60, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
-              ablation_det_time=0.01, det_time=0.02, instances=30,
-              large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000, minutes=5,
+              ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.02, instances=30,
+              large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000,
+              contended_load=10.0, kit_sim_jobs=60,
+              minutes=5,
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
 FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=("datadriven", "real"),
-             ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
-             ablation_det_time=0.01, det_time=0.05, instances=200,
-             large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000, minutes=150,
+             ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=5,
+             ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.05, instances=200,
+             large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
+             contended_load=10.0, kit_sim_jobs=300,
+             minutes=150,
              notes=("sized to run in about two and a half hours on 2 cores; the papers replayed whole traces "
                     "for up to 30 hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
 
 PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
+#: the KIT simulation leaves PCP'19 out: it needs 10 s per decision there (the kit-large instance study)
+KIT_STUDY = ("pcp20", "hcp19")
 #: the fastest first: under the paper profile PCP3's fixed search on the unit layout takes minutes per run
 ABLATION = ("pcp1", "pcp2", "hcp1", "hcp2", "hcp3", "hcp", "pcp3", "pcp")
 EURORA14_OBJECTIVES = ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mks-nl", "nl-mks-wt")
@@ -73,12 +87,13 @@ def paper_label(name: str) -> str:
     return f"{name}/paper"
 
 
-def _entries(names: tuple[str, ...], det_time: float, ours: bool = True) -> list[str]:
+def _entries(names: tuple[str, ...], det_time: float, ours: bool = True, wall_cap: float = 0.0) -> list[str]:
     """Campaign dispatcher entries: each name under the paper profile, and (ours) under our defaults."""
+    cap = f", det_wall_cap = {wall_cap}" if wall_cap else ""
     out = []
     for n in names:
         out.append(f'{{name = "{n}", label = "{paper_label(n)}", profile = "paper", '
-                   f'options = {{deterministic_time = {det_time}}}}}')
+                   f'options = {{deterministic_time = {det_time}{cap}}}}}')
         if ours:
             out.append(f'"{n}"')
     return out
@@ -100,6 +115,11 @@ def campaigns(scale: Scale) -> dict[str, str]:
     # nearly idle at these sizes (docs/reproduction.md), so a congested KTH-SP2 slice stands in
     ablation_wl = (f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
                    f'skip_jobs = {scale.ablation_skip}\nlimit_jobs = {scale.ablation_jobs}\nlabel = "kth-ablation"\n')
+    # KIT ForHLR II's trace is not public: RICC's jobs leave the KIT-shaped system idle (EASY: no wait
+    # at load factors 3 to 30), CEA-Curie's wide jobs contend for it (EASY: mean wait 4,965 s at load 1)
+    curie_on_kit = (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\n'
+                    f'system = "kit-forhlr2"\nskip_jobs = 200000\nlimit_jobs = {scale.kit_sim_jobs}\n'
+                    f'label = "curie-on-kit"\n')
     # replicas of the 2014 comparison are slices of one trace: the recorded schedule (the PBS that
     # really ran) cannot be jittered
     kth = "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
@@ -109,12 +129,24 @@ def campaigns(scale: Scale) -> dict[str, str]:
         f'{{name = "eurora14", label = "{paper_label("eurora14-" + o)}", profile = "paper", '
         f'options = {{objective = "{o}", deterministic_time = {scale.det_time}}}}}',
         f'{{name = "eurora14", label = "eurora14-{o}", options = {{objective = "{o}"}}}}')]
+    ablation = _entries(ABLATION, scale.ablation_det_time, wall_cap=scale.ablation_wall_cap)
     return {
         "eurora-cp": _campaign("repro-eurora-cp", scale.seeds,
                                [*_entries(PCP20_STUDY, scale.det_time), '"pbs"', '"easy"'],
                                scale.predictors, eurora, scale.eurora_loads),
-        "ablation": _campaign("repro-ablation", scale.ablation_seeds, _entries(ABLATION, scale.ablation_det_time),
+        "ablation": _campaign("repro-ablation", scale.ablation_seeds, ablation,
                               scale.ablation_predictors, ablation_wl, jitter=60),
+        # the same studies with only the workload changed (WORKLOAD_VARIANTS), under the paper profile
+        "eurora-cp-contended": _campaign(
+            "repro-eurora-cp-contended", scale.seeds,
+            [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
+            scale.predictors, eurora, (scale.contended_load,)),
+        "ablation-eurora": _campaign(
+            "repro-ablation-eurora", scale.ablation_seeds,
+            [*_entries(ABLATION, scale.ablation_det_time, ours=False, wall_cap=scale.ablation_wall_cap), '"pbs"'],
+            scale.ablation_predictors, eurora, (scale.contended_load,)),
+        "kit-sim": _campaign("repro-kit-sim", scale.seeds, _entries(KIT_STUDY, scale.det_time), ("last2", "real"),
+                             curie_on_kit, jitter=60),
         "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
     }
 

@@ -15,6 +15,8 @@ from .run import DIFFERENCES
 PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)
 MODEL = ("optimal", "feasible")
+STATUS_TABLES = (("eurora-cp", "Eurora-like study"), ("kit-sim", "CEA-Curie jobs on the KIT shape"),
+                 ("ablation", "CP'19 ablation"))
 
 
 def _cell(text: str) -> str:
@@ -37,8 +39,15 @@ def setup_text(scale: Scale) -> list[str]:
         f"{scale.seeds} seeds, predictors {', '.join(scale.predictors)}; ablation: KTH-SP2 jobs "
         f"{scale.ablation_skip + 1:,}-{scale.ablation_skip + scale.ablation_jobs:,} in {scale.ablation_seeds} replicas "
         f"(submit times jittered by ±60 s), "
-        f"predictors {', '.join(scale.ablation_predictors)}, `deterministic_time={scale.ablation_det_time:g}`; "
+        f"predictors {', '.join(scale.ablation_predictors)}, `deterministic_time={scale.ablation_det_time:g}` and "
+        f"`det_wall_cap={scale.ablation_wall_cap:g}` (the status suffix `:capped` counts the decisions it stopped); "
         f"the 2014 study: {scale.kth_slices} slices of {scale.kth_jobs} KTH-SP2 jobs.",
+        f"- KIT simulation (`kit-sim`, Table 1 and Fig. 4): {scale.kit_sim_jobs} CEA-Curie jobs after the first "
+        f"200,000 on `kit-forhlr2` at load 1 in {scale.seeds} replicas (submit times jittered by ±60 s), predictors "
+        "last2, real (the paper's L2 and R); KIT's trace is not public and RICC's jobs leave that system idle.",
+        f"- Workload-only variants, paper profile only (a run that changes only the workload, for the causes): "
+        f"`eurora-cp-contended`, the Eurora-like study at load {scale.contended_load:g}; `ablation-eurora`, the "
+        f"ablation on {scale.eurora_jobs:,} Eurora-like jobs at load {scale.contended_load:g}.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "
@@ -72,19 +81,20 @@ def finding_rows(rows: list[Row]) -> list[str]:
     return out
 
 
-def status_table(res: Results) -> list[str]:
-    """How the decisions of the Eurora-like study were taken, per dispatcher set-up: the share of
-    calls decided by the model (optimal, feasible) and by each shortcut."""
+def status_table(res: Results, experiment: str, title: str) -> list[str]:
+    """How the decisions of one experiment were taken, per dispatcher set-up: the share of calls
+    decided by the model (optimal, feasible) and by each shortcut."""
     shares: dict[str, Counter[str]] = {}
-    for r in res.runs.get("eurora-cp", []):
+    for r in res.runs.get(experiment, []):
         shares.setdefault(r["label"], Counter()).update(r["summary"].get("decision_status", {}))
     if not shares:
         return []
-    kinds = sorted({k for c in shares.values() for k in c}, key=lambda k: (k not in MODEL, k))
-    lines = ["", "## How the decisions were taken (Eurora-like study, all runs)", "",
+    kinds = sorted({k for c in shares.values() for k in c}, key=lambda k: (k.split(":")[0] not in MODEL, k))
+    lines = ["", f"## How the decisions were taken ({title}, all runs)", "",
              "Share of dispatcher calls by decision status: `optimal`/`feasible` are the model's own "
              "decisions; `unsolved` started nothing (the papers' behaviour when no plan is found in time); "
-             "`fastpath`, `greedy` and `fallback` are our shortcuts; `empty`: nothing fits now.", "",
+             "`fastpath`, `greedy` and `fallback` are our shortcuts; `empty`: nothing fits now; `:capped`: a solve "
+             "stopped by `det_wall_cap`.", "",
              "| set-up | calls | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
     for name in sorted(shares):
         c = shares[name]
@@ -181,7 +191,9 @@ def write_page(rows: list[Row], scale: Scale, path: Path, res: Results | None = 
     if heads:
         lines += ["", "## Headline findings", ""] + finding_rows(heads)
     if res is not None:
-        lines += status_table(res) + time_tables(res) + attribution_table(res)
+        for experiment, title in STATUS_TABLES:
+            lines += status_table(res, experiment, title)
+        lines += time_tables(res) + attribution_table(res)
     for paper in PAPERS:
         lines += ["", f"## {paper}", ""] + finding_rows([r for r in rows if r.finding["paper"] == paper])
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -18,7 +18,8 @@ STATS_FILE = "stats.json"
 TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
-ORDER = ("eurora-cp", "instances", "kit-large", "eurora14", "ablation", "curie-large")
+ORDER = ("eurora-cp", "instances", "kit-large", "kit-sim", "eurora14", "ablation", "curie-large",
+         "eurora-cp-contended", "ablation-eurora")
 
 
 def estimate(scale: Scale) -> str:

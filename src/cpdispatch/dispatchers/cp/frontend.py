@@ -75,6 +75,9 @@ _SPECS: tuple[tuple[str, Any, str], ...] = (
     ("seed", 0, "CP-SAT random seed"),
     ("deterministic_time", 0.0, "> 0: deterministic-time limits instead of wall limits (the value stands for "
                                 "initial_limit seconds; every limit scales alike)"),
+    ("det_wall_cap", 0.0, "with deterministic_time: a solve also stops after this many times its deterministic "
+                          "limit in wall seconds (0: never; CP-SAT under-counts deterministic time on some "
+                          "models); a decision so stopped gets the status suffix ':capped'"),
     ("fastpath", True, "start the whole queue without a model when it fits now"),
     ("search", "portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy) | paper "
                             "(the version's own: the solver's default for PCP, PCP1, PCP2, else fixed)"),
@@ -168,6 +171,7 @@ class CpDispatcher(Dispatcher):
     workers: int
     seed: int
     deterministic_time: float
+    det_wall_cap: float
     fastpath: bool
     search: str
     fallback: bool
@@ -192,6 +196,9 @@ class CpDispatcher(Dispatcher):
                 raise CpdispatchError(f"dispatcher {self.name}: {opt} must be one of {', '.join(allowed)}")
         if self.q_length < 1 or self.k < 1 or self.workers < 1 or self.initial_limit <= 0:
             raise CpdispatchError(f"dispatcher {self.name}: q_length, k, workers, initial_limit must be > 0")
+        if self.det_wall_cap < 0:
+            raise CpdispatchError(f"dispatcher {self.name}: det_wall_cap must be >= 0")
+        self._capped = False  # a solve of the current decision was stopped by det_wall_cap
         if self.allocator not in ("best-fit", "scarce-fit"):
             raise CpdispatchError(f"dispatcher {self.name}: allocator must be best-fit or scarce-fit")
         if self.blocked < 0:
@@ -290,7 +297,10 @@ class CpDispatcher(Dispatcher):
         if not selected:
             return Decision(status="empty")
         inst = self.instance(snapshot, selected)
+        self._capped = False
         out = self.optimise(inst)
+        if self._capped:
+            out.status += ":capped"
         if out.solved:
             self.cur_q_length = self.q_length
         elif out.solved is None:  # no solve was tried: the length stays
@@ -432,8 +442,11 @@ class CpDispatcher(Dispatcher):
             p.max_time_in_seconds = wall
         if interrupt.stopping():
             p.max_time_in_seconds = 0.0  # the run is stopping: return the hint at once
+        cap = dtime * self.det_wall_cap if dtime > 0 else 0.0
         if dtime > 0:
             p.max_deterministic_time = dtime
+            if cap > 0 and not interrupt.stopping():
+                p.max_time_in_seconds = cap
         if conflicts > 0:
             p.max_number_of_conflicts = conflicts
         if hint is not None:
@@ -449,6 +462,8 @@ class CpDispatcher(Dispatcher):
         cb = _Collector(built)
         with interrupt.solving(solver):
             status = solver.solve(built.model, cb)
+        if cap > 0 and solver.wall_time >= cap and solver.deterministic_time < dtime:
+            self._capped = True
         if cb.plan is None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             cb.plan = built.extract(solver)
         return status, None if cb.plan is None else built.complete(cb.plan)

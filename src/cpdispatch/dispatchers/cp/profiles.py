@@ -19,7 +19,7 @@ from typing import Any
 
 PROFILES = ("default", "paper")
 #: options that keep their own value under a profile
-FREE = ("profile", "seed", "limit_scale", "deterministic_time")
+FREE = ("profile", "seed", "limit_scale", "deterministic_time", "det_wall_cap")
 #: options a dispatcher's paper varies or does not give (CP'14: one model per objective; delta unreported)
 FREE_BY_DISPATCHER: dict[str, tuple[str, ...]] = {"eurora14": ("objective", "tolerance")}
 
