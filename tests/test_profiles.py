@@ -88,6 +88,11 @@ def test_bad_profile_options_are_one_line_errors(options: dict[str, str], words:
     assert str(exc.value).startswith("dispatcher pcp20: ")
 
 
+def test_an_alias_error_names_the_alias_the_user_typed() -> None:
+    with pytest.raises(CpdispatchError, match=r"^dispatcher pcp19: option fastpath=True conflicts"):
+        make_dispatcher("pcp19", {"profile": "paper", "fastpath": "true"})
+
+
 def test_a_campaign_profile_reaches_the_cp_dispatchers_only(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('name = "c"\nprofile = "paper"\ndispatchers = ["pcp20", "easy", '

@@ -24,6 +24,7 @@ EXPERIMENT_NAMES = {
     "instances": {"pcp20", "pcp19", "hcp19"},
     "kit-large": {"pcp20", "pcp19", "hcp19"},
     "kit-sim": {"pcp20", "hcp19"},
+    "ablation-base": {"pcp", "pcp1"},
 }
 PREDICTORS = {"walltime", "datadriven", "real", "last2", "all"}
 

@@ -182,7 +182,12 @@ def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: 
             names = ", ".join(known) or "none"
             raise CpdispatchError(f"dispatcher {typed or cls.name}: unknown option '{key}' (options: {names})")
         values[key] = known[key].parse(value if isinstance(value, str) else str(value))
-    disp = cls(**values)
+    try:
+        disp = cls(**values)
+    except CpdispatchError as exc:  # the class's checks name the class: name what the user typed
+        if typed and typed != cls.name and type(exc) is CpdispatchError:
+            raise CpdispatchError(str(exc).replace(f"dispatcher {cls.name}:", f"dispatcher {typed}:", 1)) from None
+        raise
     if typed and typed != cls.name:
         disp.name = typed
     return disp

@@ -32,9 +32,9 @@ PROFILES = ("paper", "ours")
 #: profile with only its workload changed, and what changed
 WORKLOAD_VARIANTS = {
     "eurora-cp": ("eurora-cp-contended", "the same Eurora-like workload at a contended load"),
-    "ablation": ("ablation-eurora", "the Eurora-like workload at a contended load instead of the KTH-SP2 slice"),
 }
-SIMULATIONS = ("eurora-cp", "ablation", "eurora14", "kit-sim", *(v for v, _ in WORKLOAD_VARIANTS.values()))
+SIMULATIONS = ("eurora-cp", "ablation", "ablation-base", "eurora14", "kit-sim",
+               *(v for v, _ in WORKLOAD_VARIANTS.values()))
 
 
 @dataclass(frozen=True)

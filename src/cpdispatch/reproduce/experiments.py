@@ -51,6 +51,10 @@ class Scale:
     #: the load factor at which the Eurora-like workload stands in for a contended Eurora (the
     #: workload-only variants of the Eurora study and of the ablation)
     contended_load: float
+    #: replicas of the workload-only variant (evidence for the causes, not for the verdicts; 0: none)
+    variant_seeds: int
+    #: replicas of PCP base (its one finding: the paper's run crashed; ours takes 14 min per replica)
+    base_seeds: int
     #: CEA-Curie jobs replayed on the KIT-shaped system (Table 1, Fig. 4): RICC's leave it idle
     kit_sim_jobs: int
     minutes: float  # estimated wall time on 2 cores
@@ -61,7 +65,7 @@ QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors
               ablation_jobs=60, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
               ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.02, instances=30,
               large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000,
-              contended_load=10.0, kit_sim_jobs=60,
+              contended_load=10.0, kit_sim_jobs=30, variant_seeds=0, base_seeds=1,
               minutes=5,
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
@@ -69,7 +73,7 @@ FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=
              ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=5,
              ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.05, instances=200,
              large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
-             contended_load=10.0, kit_sim_jobs=300,
+             contended_load=10.0, kit_sim_jobs=300, variant_seeds=3, base_seeds=2,
              minutes=150,
              notes=("sized to run in about two and a half hours on 2 cores; the papers replayed whole traces "
                     "for up to 30 hours, which the same campaigns do with larger sizes",))
@@ -78,8 +82,9 @@ SCALES = {s.name: s for s in (QUICK, FULL)}
 PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
 #: the KIT simulation leaves PCP'19 out: it needs 10 s per decision there (the kit-large instance study)
 KIT_STUDY = ("pcp20", "hcp19")
-#: the fastest first: under the paper profile PCP3's fixed search on the unit layout takes minutes per run
-ABLATION = ("pcp1", "pcp2", "hcp1", "hcp2", "hcp3", "hcp", "pcp3", "pcp")
+#: the fastest first; PCP base runs apart (`ablation-base`): under the paper profile it takes 3.4 s per
+#: decision on the congested slice, 14 minutes per replica
+ABLATION = ("pcp1", "pcp2", "hcp1", "hcp2", "hcp3", "hcp", "pcp3")
 EURORA14_OBJECTIVES = ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mks-nl", "nl-mks-wt")
 
 
@@ -130,25 +135,25 @@ def campaigns(scale: Scale) -> dict[str, str]:
         f'options = {{objective = "{o}", deterministic_time = {scale.det_time}}}}}',
         f'{{name = "eurora14", label = "eurora14-{o}", options = {{objective = "{o}"}}}}')]
     ablation = _entries(ABLATION, scale.ablation_det_time, wall_cap=scale.ablation_wall_cap)
-    return {
+    base = _entries(("pcp", "pcp1"), scale.ablation_det_time, wall_cap=scale.ablation_wall_cap)
+    out = {
         "eurora-cp": _campaign("repro-eurora-cp", scale.seeds,
                                [*_entries(PCP20_STUDY, scale.det_time), '"pbs"', '"easy"'],
                                scale.predictors, eurora, scale.eurora_loads),
         "ablation": _campaign("repro-ablation", scale.ablation_seeds, ablation,
                               scale.ablation_predictors, ablation_wl, jitter=60),
-        # the same studies with only the workload changed (WORKLOAD_VARIANTS), under the paper profile
-        "eurora-cp-contended": _campaign(
-            "repro-eurora-cp-contended", scale.seeds,
-            [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
-            scale.predictors, eurora, (scale.contended_load,)),
-        "ablation-eurora": _campaign(
-            "repro-ablation-eurora", scale.ablation_seeds,
-            [*_entries(ABLATION, scale.ablation_det_time, ours=False, wall_cap=scale.ablation_wall_cap), '"pbs"'],
-            scale.ablation_predictors, eurora, (scale.contended_load,)),
+        "ablation-base": _campaign("repro-ablation-base", scale.base_seeds, base, ("walltime",), ablation_wl,
+                                   jitter=60),
         "kit-sim": _campaign("repro-kit-sim", scale.seeds, _entries(KIT_STUDY, scale.det_time), ("last2", "real"),
                              curie_on_kit, jitter=60),
         "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
     }
+    if scale.variant_seeds:  # the Eurora study with only the workload changed (WORKLOAD_VARIANTS)
+        out["eurora-cp-contended"] = _campaign(
+            "repro-eurora-cp-contended", scale.variant_seeds,
+            [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
+            scale.predictors, eurora, (scale.contended_load,))
+    return out
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ class InstanceStudy:
     compared: tuple[str, ...]  # replayed under the paper profile, first over second = the ratios
     limit: int  # instances replayed
     attribute: int = 0  # instances replayed once per difference from the paper (0: none)
+    attribute_with: tuple[str, ...] = ()  # the dispatchers of those replays (default: `compared`)
 
 
 def instance_studies(scale: Scale) -> list[InstanceStudy]:
@@ -173,8 +179,10 @@ def instance_studies(scale: Scale) -> list[InstanceStudy]:
         InstanceStudy("instances", "eurora", {"generate": "eurora", "jobs": scale.eurora_jobs, "seed": 1}, 3.0,
                       "pcp20", ("pcp20", "pcp19", "hcp19"), scale.instances, scale.instances),
         # RICC's jobs on KIT's shape (the KIT rule: whole thin nodes or their divisors), arrivals 3x
+        # attribution without PCP'19, which takes 10 s per instance there
         InstanceStudy("kit-large", "kit-forhlr2", {"path": ricc, "skip": 100_000, "limit": scale.large_jobs}, 3.0,
-                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances),
+                      "pcp20", ("pcp20", "pcp19", "hcp19"), scale.large_instances, scale.large_instances,
+                      KIT_STUDY),
     ]
     if scale.name == "full":  # PCP'19 needs tens of seconds per instance on 5,544 nodes: a few instances
         out.append(InstanceStudy("curie-large", "cea-curie", {"path": curie, "skip": 200_000,

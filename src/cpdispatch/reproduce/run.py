@@ -19,7 +19,7 @@ TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
 ORDER = ("eurora-cp", "instances", "kit-large", "kit-sim", "eurora14", "ablation", "curie-large",
-         "eurora-cp-contended", "ablation-eurora")
+         "ablation-base", "eurora-cp-contended")
 
 
 def estimate(scale: Scale) -> str:
@@ -129,12 +129,14 @@ def run_study(study: InstanceStudy, scale: Scale, out: Path) -> None:
     runs: list[tuple[str, dict[str, dict[str, str]], int]] = [
         ("paper", {n: paper_options(scale) for n in study.compared}, study.limit), ("ours", {}, study.limit)]
     if study.attribute:
-        runs += [(f"paper-but-{key}", {n: paper_but(n, key, scale) for n in study.compared}, study.attribute)
-                 for key in DIFFERENCES]
+        runs += [(f"paper-but-{key}", {n: paper_but(n, key, scale) for n in study.attribute_with or study.compared},
+                  study.attribute) for key in DIFFERENCES]
     for profile, options, limit in runs:
         target = out / profile
         if (target / STATS_FILE).exists():
             continue
-        print(f"{study.id}: replaying {limit} instances with {', '.join(study.compared)} ({profile}) ...", flush=True)
-        stats = compare(recorded, list(study.compared), target, limit=limit, options=options, progress=False)
+        print(f"{study.id}: replaying {limit} instances with {', '.join(options or study.compared)} ({profile}) ...",
+              flush=True)
+        stats = compare(recorded, list(options or study.compared), target, limit=limit, options=options,
+                        progress=False)
         (target / STATS_FILE).write_text(json.dumps(stats, indent=1, default=str), encoding="utf-8")

@@ -78,13 +78,13 @@ it lengthened waits; every job is at slowdown 1 on arrival, so the tie-break ord
 
 *Search.* "Select the job whose priority is highest and that can start first; assign its start
 its earliest time; then among its allocation variables select the one with the minimum domain and
-assign its maximum value (best fit)." CP-SAT's ``AddDecisionStrategy`` orders variables within one
-list and applies the lists in sequence; it cannot switch list per job. `add_search` posts the
-starts in priority order (CHOOSE_LOWEST_MIN, SELECT_MIN_VALUE: among the jobs with the smallest
-earliest start, the first in priority order), then all positions (CHOOSE_MIN_DOMAIN_SIZE,
-SELECT_MAX_VALUE), then the node variables and piece literals. So all starts are decided before
-any position; propagation (NoOverlap2D and the cumulatives) keeps the start decisions consistent
-with some allocation, and a failed allocation backtracks into the starts.
+assign its maximum value (best fit)." The authors' code interleaves job by job in priority order
+(reference notes 3.3: ``InterleavedSearch`` over the queued jobs in priority order). CP-SAT applies
+decision strategies in sequence, so `add_search` posts, per job in priority order, its start
+(SELECT_MIN_VALUE), then its positions (CHOOSE_MIN_DOMAIN_SIZE, SELECT_MAX_VALUE), then its node
+variables and piece literals. Not expressible: the dynamic choice of the job "that can start
+first" (the order is static, as the priorities are) and the code's ``sched_bt`` flag (allocation
+choices not re-opened on backtracking).
 
 Variables: ``|Q| + sum_j units_j * (|R_j| + [v needed] + [pieces_j if > 1])`` over non-fluid jobs,
 where ``R_j`` are the modelled requested types: the paper's ``|Q| + sum_i rn_i * |R|``, plus the
@@ -655,15 +655,14 @@ class Pcp20Model(BuiltModel):
 
     def add_search(self) -> None:
         m = self.model
-        starts = [jv.start for jv in self.jobs]
-        positions = [y for jv in self.jobs for unit in jv.positions for y in unit]
-        rest = [v for jv in self.jobs for v in jv.nodes] + [b for jv in self.jobs for u in jv.pieces for b in u]
-        if starts:
-            m.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
-        if positions:
-            m.add_decision_strategy(positions, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
-        if rest:
-            m.add_decision_strategy(rest, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        for jv in self.jobs:  # priority order: one strategy per job and stage interleaves them
+            m.add_decision_strategy([jv.start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+            positions = [y for unit in jv.positions for y in unit]
+            if positions:
+                m.add_decision_strategy(positions, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
+            rest = [*jv.nodes, *(b for u in jv.pieces for b in u)]
+            if rest:
+                m.add_decision_strategy(rest, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
     def add_hint(self, plan: Plan) -> None:
         """Hint every variable from a complete plan (start and node of every unit of every job).
