@@ -159,6 +159,23 @@ def test_the_cause_names_the_workload_when_its_variant_alone_reproduces_the_find
     assert ev.cause(finding, res, paper, ours).startswith("not the workload alone")
 
 
+def test_unsolved_decisions_are_traced_to_the_difference_that_lets_the_model_decide() -> None:
+    """A simulation where the paper profile leaves decisions unsolved: the cause names the replays of
+    the same system's recorded instances in which only one difference changed and the model decided
+    them all (a fallback or shortcut deciding instead does not count)."""
+    def stats(**statuses: int) -> list[dict[str, Any]]:
+        return [{"dispatcher": "pcp20", "instances": 4, "statuses": statuses}]
+
+    res = Fake({}, {"paper": stats(unsolved=3, optimal=1), "paper-but-hint": stats(optimal=4),
+                    "paper-but-fallback": stats(fallback=3, optimal=1)})
+    res.runs = {"kit-sim": [{"label": "pcp20/paper", "summary": {"decision_status": {"unsolved": 30, "optimal": 10}}},
+                            {"label": "hcp19/paper", "summary": {"decision_status": {"optimal": 40}}}]}
+    text = ev.unsolved_cause(res, "kit-sim")
+    assert text.startswith("pcp20 left 75% of its decisions here unsolved") and "3 of 4 unsolved" in text
+    assert "only our `hint` changed" in text and "fallback" not in text.split("no fallback")[1]
+    assert ev.unsolved_cause(res, "eurora-cp") == ""
+
+
 def test_intervals_come_from_the_t_distribution() -> None:
     e = mean_ci([1.0, 2.0, 3.0])
     assert math.isclose(e.mean, 2.0) and math.isclose(e.high - 2.0, 4.302652729749464 * 1 / math.sqrt(3))

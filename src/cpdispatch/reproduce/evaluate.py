@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -33,6 +34,8 @@ PROFILES = ("paper", "ours")
 WORKLOAD_VARIANTS = {
     "eurora-cp": ("eurora-cp-contended", "the same Eurora-like workload at a contended load"),
 }
+#: a simulation whose system's recorded instances a study replays one difference at a time
+RELATED_STUDY = {"kit-sim": "kit-large"}
 SIMULATIONS = ("eurora-cp", "ablation", "ablation-base", "eurora14", "kit-sim",
                *(v for v, _ in WORKLOAD_VARIANTS.values()))
 
@@ -359,6 +362,9 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
         if towards:
             return (f"replays that change one difference move it towards the paper's {checks[0]['target']:g}: "
                     f"{towards}; no single one reproduces it")
+    unsolved = unsolved_cause(res, finding["experiment"])
+    if unsolved:
+        return unsolved
     workload = ""
     if finding["experiment"] in WORKLOAD_VARIANTS:
         variant, what = WORKLOAD_VARIANTS[finding["experiment"]]
@@ -381,6 +387,40 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
 #: the one difference no run can change: OR-Tools 7.3 has no build for a current Python
 SOLVER_CANDIDATE = ("candidate: the solver generation (CP-SAT decides these models in milliseconds, OR-Tools 7.3 "
                     "took hundreds; 7.3 has no build for Python 3.11, so no run can change only that)")
+
+
+def unsolved_cause(res: Results, experiment: str) -> str:
+    """Where a dispatcher under the paper profile leaves many decisions unsolved in a simulation
+    (nothing starts: the profile has no fallback), the differences whose single change lets its
+    model decide every recorded instance of the same system (`RELATED_STUDY`)."""
+    from .run import DIFFERENCES
+
+    study = RELATED_STUDY.get(experiment)
+    if study is None or res.study(study, "paper") is None:
+        return ""
+    calls: dict[str, Counter[str]] = {}
+    for r in res.runs.get(experiment, []):
+        if r["label"].endswith("/paper"):
+            calls.setdefault(r["label"].removesuffix("/paper"), Counter()).update(r["summary"]["decision_status"])
+    out = []
+    for name, c in sorted(calls.items()):
+        share = sum(v for k, v in c.items() if k.startswith("unsolved")) / max(1, sum(c.values()))
+        base = {s["dispatcher"]: s for s in res.study(study, "paper") or []}.get(name)
+        if share < 0.05 or base is None:
+            continue
+        fixed = []
+        for key in DIFFERENCES:
+            replay = {s["dispatcher"]: s for s in res.study(study, f"paper-but-{key}") or []}.get(name)
+            decided = replay and replay["statuses"].get("optimal", 0) + replay["statuses"].get("feasible", 0)
+            if replay and decided == replay["instances"]:
+                fixed.append(f"our `{key}`")
+        unsolved = sum(v for k, v in base["statuses"].items() if k.startswith("unsolved"))
+        out.append(f"{name} left {share:.0%} of its decisions here unsolved (nothing starts; the paper profile has "
+                   f"no fallback); on the same system's recorded instances (`{study}`, {unsolved} of "
+                   f"{base['instances']} unsolved under the paper profile) "
+                   + (f"its model decides all with only {' or '.join(fixed)} changed" if fixed else
+                      "no single difference lets its model decide all"))
+    return "; ".join(out)
 
 
 def paper_wait(res: Results, experiment: str) -> float:

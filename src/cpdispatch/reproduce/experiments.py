@@ -121,7 +121,8 @@ def campaigns(scale: Scale) -> dict[str, str]:
     ablation_wl = (f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
                    f'skip_jobs = {scale.ablation_skip}\nlimit_jobs = {scale.ablation_jobs}\nlabel = "kth-ablation"\n')
     # KIT ForHLR II's trace is not public: RICC's jobs leave the KIT-shaped system idle (EASY: no wait
-    # at load factors 3 to 30), CEA-Curie's wide jobs contend for it (EASY: mean wait 4,965 s at load 1)
+    # at load factors 3 to 30); CEA-Curie's wide jobs contend for it over 1,000 jobs (EASY: mean wait
+    # 4,965 s at load 1), though its first 300 leave HCP'19 no wait (docs/reproduction.md)
     curie_on_kit = (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\n'
                     f'system = "kit-forhlr2"\nskip_jobs = 200000\nlimit_jobs = {scale.kit_sim_jobs}\n'
                     f'label = "curie-on-kit"\n')
