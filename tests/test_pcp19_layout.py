@@ -210,6 +210,6 @@ def test_layout_option_reaches_the_model(name: str) -> None:
 def test_invalid_layout_is_a_one_line_error() -> None:
     with pytest.raises(CpdispatchError) as err:
         make_dispatcher("pcp19", {"layout": "boxes"})
-    assert str(err.value) == "dispatcher pcp3: layout must be one of counts, units"
+    assert str(err.value) == "dispatcher pcp19: layout must be one of counts, units"
     with pytest.raises(ValueError, match="layout"):
         PerNodeModel(hand_instance(), None, layout="boxes")

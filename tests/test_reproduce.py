@@ -170,10 +170,11 @@ def test_unsolved_decisions_are_traced_to_the_difference_that_lets_the_model_dec
                     "paper-but-fallback": stats(fallback=3, optimal=1)})
     res.runs = {"kit-sim": [{"label": "pcp20/paper", "summary": {"decision_status": {"unsolved": 30, "optimal": 10}}},
                             {"label": "hcp19/paper", "summary": {"decision_status": {"optimal": 40}}}]}
-    text = ev.unsolved_cause(res, "kit-sim")
+    check = {"measure": "direction", "lower": "hcp19", "higher": "pcp20", "metric": "wait_mean", "predictor": "real"}
+    text = ev.unsolved_cause(res, {"experiment": "kit-sim", "check": check})
     assert text.startswith("pcp20 left 75% of its decisions here unsolved") and "3 of 4 unsolved" in text
     assert "only our `hint` changed" in text and "fallback" not in text.split("no fallback")[1]
-    assert ev.unsolved_cause(res, "eurora-cp") == ""
+    assert ev.unsolved_cause(res, {"experiment": "eurora-cp", "check": check}) == ""
 
 
 def test_intervals_come_from_the_t_distribution() -> None:

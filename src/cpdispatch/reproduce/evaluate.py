@@ -362,7 +362,7 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
         if towards:
             return (f"replays that change one difference move it towards the paper's {checks[0]['target']:g}: "
                     f"{towards}; no single one reproduces it")
-    unsolved = unsolved_cause(res, finding["experiment"])
+    unsolved = unsolved_cause(res, finding)
     if unsolved:
         return unsolved
     workload = ""
@@ -389,37 +389,46 @@ SOLVER_CANDIDATE = ("candidate: the solver generation (CP-SAT decides these mode
                     "took hundreds; 7.3 has no build for Python 3.11, so no run can change only that)")
 
 
-def unsolved_cause(res: Results, experiment: str) -> str:
-    """Where a dispatcher under the paper profile leaves many decisions unsolved in a simulation
-    (nothing starts: the profile has no fallback), the differences whose single change lets its
-    model decide every recorded instance of the same system (`RELATED_STUDY`)."""
+def unsolved_cause(res: Results, finding: dict[str, Any]) -> str:
+    """Where a dispatcher the finding compares leaves many decisions unsolved under the paper
+    profile (nothing starts: the profile has no fallback), that share; and, where a study replays the
+    same system's recorded instances (`RELATED_STUDY`), the differences whose single change lets
+    its model decide them all."""
     from .run import DIFFERENCES
 
-    study = RELATED_STUDY.get(experiment)
-    if study is None or res.study(study, "paper") is None:
-        return ""
+    experiment = finding["experiment"]
+    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
+    names = {c[k] for c in checks for k in ("a", "b", "lower", "higher", "dispatcher") if k in c}
+    names |= {n for c in checks for n in c.get("order", [])}
     calls: dict[str, Counter[str]] = {}
     for r in res.runs.get(experiment, []):
-        if r["label"].endswith("/paper"):
-            calls.setdefault(r["label"].removesuffix("/paper"), Counter()).update(r["summary"]["decision_status"])
+        name = r["label"].removesuffix("/paper")
+        if r["label"].endswith("/paper") and name in names:
+            calls.setdefault(name, Counter()).update(r["summary"].get("decision_status", {}))
+    study = RELATED_STUDY.get(experiment)
     out = []
     for name, c in sorted(calls.items()):
-        share = sum(v for k, v in c.items() if k.startswith("unsolved")) / max(1, sum(c.values()))
-        base = {s["dispatcher"]: s for s in res.study(study, "paper") or []}.get(name)
-        if share < 0.05 or base is None:
+        total = max(1, sum(c.values()))
+        share = sum(v for k, v in c.items() if k.startswith("unsolved")) / total
+        if share < 0.05:
             continue
-        fixed = []
-        for key in DIFFERENCES:
-            replay = {s["dispatcher"]: s for s in res.study(study, f"paper-but-{key}") or []}.get(name)
-            decided = replay and replay["statuses"].get("optimal", 0) + replay["statuses"].get("feasible", 0)
-            if replay and decided == replay["instances"]:
-                fixed.append(f"our `{key}`")
-        unsolved = sum(v for k, v in base["statuses"].items() if k.startswith("unsolved"))
-        out.append(f"{name} left {share:.0%} of its decisions here unsolved (nothing starts; the paper profile has "
-                   f"no fallback); on the same system's recorded instances (`{study}`, {unsolved} of "
-                   f"{base['instances']} unsolved under the paper profile) "
-                   + (f"its model decides all with only {' or '.join(fixed)} changed" if fixed else
-                      "no single difference lets its model decide all"))
+        capped = sum(v for k, v in c.items() if k.endswith(":capped")) / total
+        text = (f"{name} left {share:.0%} of its decisions here unsolved (nothing starts; the paper profile has no "
+                f"fallback)" + (f", {capped:.0%} stopped by `det_wall_cap`" if capped else ""))
+        base = {s["dispatcher"]: s for s in (res.study(study, "paper") if study else None) or []}.get(name)
+        if study and base:
+            fixed = []
+            for key in DIFFERENCES:
+                replay = {s["dispatcher"]: s for s in res.study(study, f"paper-but-{key}") or []}.get(name)
+                decided = replay and replay["statuses"].get("optimal", 0) + replay["statuses"].get("feasible", 0)
+                if replay and decided == replay["instances"]:
+                    fixed.append(f"our `{key}`")
+            unsolved = sum(v for k, v in base["statuses"].items() if k.startswith("unsolved"))
+            text += (f"; on the same system's recorded instances (`{study}`, {unsolved} of {base['instances']} "
+                     "unsolved under the paper profile) " + (f"its model decides all with only {' or '.join(fixed)} "
+                                                             "changed" if fixed else
+                                                             "no single difference lets its model decide all"))
+        out.append(text)
     return "; ".join(out)
 
 
