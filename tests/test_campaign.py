@@ -209,9 +209,13 @@ class _DaskCluster:
                                         "--no-dashboard", "--host", "127.0.0.1"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         deadline = time.monotonic() + 60
-        while not info.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.address = json.loads(info.read_text())["address"]
+        self.address = ""
+        while not self.address and time.monotonic() < deadline:  # the file appears before its content
+            try:
+                self.address = json.loads(info.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.1)
+        assert self.address, "the dask scheduler wrote no address within 60 s"
         self.workers = [subprocess.Popen([dask, "worker", self.address, "--nthreads", "1", "--no-dashboard",
                                           "--no-nanny", "--name", f"w{i}"],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]

@@ -74,8 +74,8 @@ FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=
              ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.05, instances=200,
              large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
              contended_load=10.0, kit_sim_jobs=300, variant_seeds=3, base_seeds=2,
-             minutes=150,
-             notes=("sized to run in about two and a half hours on 2 cores; the papers replayed whole traces "
+             minutes=180,
+             notes=("sized to run in about three hours on 2 cores; the papers replayed whole traces "
                     "for up to 30 hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
 

@@ -16,7 +16,7 @@ PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)
 MODEL = ("optimal", "feasible")
 STATUS_TABLES = (("eurora-cp", "Eurora-like study"), ("kit-sim", "CEA-Curie jobs on the KIT shape"),
-                 ("ablation", "CP'19 ablation"))
+                 ("ablation", "CP'19 ablation"), ("ablation-base", "PCP base beside PCP1"))
 
 
 def _cell(text: str) -> str:
