@@ -374,7 +374,8 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
                      f"{paper_wait(res, finding['experiment']):.0f} s")
             if shifted.verdict in rank and rank.index(shifted.verdict) < rank.index(paper.verdict):
                 return f"the workload: on {what} ({waits}) the paper profile gives {shifted.verdict}: {shifted.text}"
-            workload = f"not the workload alone: on {what} ({waits}) still {shifted.verdict}"
+            if shifted.verdict in rank:  # not run there: the variant says nothing
+                workload = f"not the workload alone: on {what} ({waits}) still {shifted.verdict}"
     if ours.verdict in rank and rank.index(ours.verdict) < rank.index(paper.verdict):
         return "; ".join(x for x in ("our defaults come closer than the paper profile (the two columns)", workload)
                          if x)
