@@ -63,6 +63,8 @@ class Fake(ev.Results):
 
     def __init__(self, values: dict[str, list[float]], stats: dict[str, Any] | None = None) -> None:
         self.values, self.stats = values, stats or {}
+        self.runs: dict[str, list[dict[str, Any]]] = {}
+        self.swapped: dict[str, list[dict[str, Any]]] = {}
 
     def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
                ) -> dict[tuple[Any, ...], float]:
@@ -157,6 +159,21 @@ def test_the_cause_names_the_workload_when_its_variant_alone_reproduces_the_find
     res = ByExperiment({"eurora-cp": idle, "eurora-cp-contended": idle}, {"eurora-cp": 12.0,
                                                                            "eurora-cp-contended": 130.0})
     assert ev.cause(finding, res, paper, ours).startswith("not the workload alone")
+
+
+def test_a_single_difference_run_that_reproduces_a_finding_is_named_as_its_cause() -> None:
+    check = {"measure": "direction", "lower": "pcp3", "higher": "pcp1", "metric": "slowdown_mean",
+             "predictor": "real"}
+    finding = {"experiment": "ablation", "check": check}
+    worse = {"pcp3/paper": [6.0, 7.0, 8.0], "pcp1/paper": [5.0, 6.0, 7.0]}
+    better = {"pcp3/paper": [1.0, 2.0, 3.0], "pcp1/paper": [5.0, 6.0, 7.5]}
+    res = ByExperiment({"ablation": worse, "ablation:paper-but-fallback": better, "ablation:paper-but-hint": worse},
+                       {})
+    res.swapped = {"ablation:paper-but-fallback": [], "ablation:paper-but-hint": []}
+    paper = ev.evaluate(finding, res, "paper")
+    cause = ev.cause(finding, res, paper, ev.evaluate(finding, res, "ours"))
+    assert "with only our `fallback` it is reproduced" in cause
+    assert "not our `hint` alone (a run that changes only that: not reproduced)" in cause
 
 
 def test_unsolved_decisions_are_traced_to_the_difference_that_lets_the_model_decide() -> None:

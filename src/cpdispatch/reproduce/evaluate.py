@@ -36,7 +36,9 @@ WORKLOAD_VARIANTS = {
 }
 #: a simulation whose system's recorded instances a study replays one difference at a time
 RELATED_STUDY = {"kit-sim": "kit-large"}
-SIMULATIONS = ("eurora-cp", "ablation", "ablation-base", "eurora14", "kit-sim",
+#: single-difference runs of a simulation (experiments.ABLATION_ATTRIBUTION)
+SIM_ATTRIBUTION = {"ablation": "ablation-attribution"}
+SIMULATIONS = ("eurora-cp", "ablation", "ablation-base", "eurora14", "kit-sim", *SIM_ATTRIBUTION.values(),
                *(v for v, _ in WORKLOAD_VARIANTS.values()))
 
 
@@ -120,13 +122,23 @@ class Results:
         #: runs planned per campaign (its last campaign file), to say what a page rests on
         self.planned = {name: len(json.loads((root / name / "campaign-runs.json").read_text())["runs"])
                         for name in self.runs}
+        #: "experiment:paper-but-key" -> the experiment's runs with one dispatcher's paper-profile runs
+        #: replaced by its single-difference runs (same replicas, so the pairs hold)
+        self.swapped: dict[str, list[dict[str, Any]]] = {}
+        for experiment, attribution in SIM_ATTRIBUTION.items():
+            for r in self.runs.get(attribution, []):
+                name, _, setup = r["label"].partition("/")
+                key = f"{experiment}:{setup}"
+                if key not in self.swapped:
+                    self.swapped[key] = [x for x in self.runs.get(experiment, []) if x["label"] != paper_label(name)]
+                self.swapped[key].append({**r, "label": paper_label(name), "cp": True})
 
     def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
                ) -> dict[tuple[Any, ...], float]:
         """Per replica pair, `metric_name` of `name` under `profile`: a CP dispatcher's runs under
         that profile, any other dispatcher's (PBS-like, EASY, the recorded schedule) under both."""
         out = {}
-        for r in self.runs.get(experiment, []):
+        for r in self.runs.get(experiment) or self.swapped.get(experiment, []):
             mine = r["label"] == label(name, profile) if r["cp"] else r["label"] in (name, label(name, profile))
             if mine and predictor in ("all", r["predictor"]):
                 out[r["pair"]] = metric(r["summary"], metric_name)
@@ -363,8 +375,16 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
             return (f"replays that change one difference move it towards the paper's {checks[0]['target']:g}: "
                     f"{towards}; no single one reproduces it")
     unsolved = unsolved_cause(res, finding)
-    if unsolved:
-        return unsolved
+    changed = []
+    for key in sorted(k for k in res.swapped if k.startswith(finding["experiment"] + ":")):
+        shifted = evaluate({**finding, "experiment": key}, res, "paper")
+        if shifted.verdict in rank and rank.index(shifted.verdict) < rank.index(paper.verdict):
+            changed.append(f"with only our `{key.split('paper-but-')[1]}` it is {shifted.verdict}: {shifted.text}")
+        elif shifted.verdict in rank:
+            changed.append(f"not our `{key.split('paper-but-')[1]}` alone (a run that changes only that: "
+                           f"{shifted.verdict})")
+    if unsolved or changed:
+        return "; ".join([unsolved, *changed] if unsolved else changed)
     workload = ""
     if finding["experiment"] in WORKLOAD_VARIANTS:
         variant, what = WORKLOAD_VARIANTS[finding["experiment"]]

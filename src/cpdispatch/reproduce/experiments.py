@@ -51,8 +51,10 @@ class Scale:
     #: the load factor at which the Eurora-like workload stands in for a contended Eurora (the
     #: workload-only variants of the Eurora study and of the ablation)
     contended_load: float
-    #: replicas of the workload-only variant (evidence for the causes, not for the verdicts; 0: none)
-    variant_seeds: int
+    #: run the experiments that serve only the causes, not the verdicts (the workload-only variant of
+    #: the Eurora study, the ablation's single-difference runs)
+    causes: bool
+    variant_seeds: int  # replicas of the workload-only variant
     #: replicas of PCP base (its one finding: the paper's run crashed; ours takes 14 min per replica)
     base_seeds: int
     #: CEA-Curie jobs replayed on the KIT-shaped system (Table 1, Fig. 4): RICC's leave it idle
@@ -65,7 +67,7 @@ QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors
               ablation_jobs=60, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
               ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.02, instances=30,
               large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000,
-              contended_load=10.0, kit_sim_jobs=30, variant_seeds=0, base_seeds=1,
+              contended_load=10.0, kit_sim_jobs=30, causes=False, variant_seeds=0, base_seeds=1,
               minutes=5,
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
@@ -73,7 +75,7 @@ FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=
              ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=5,
              ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.05, instances=200,
              large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
-             contended_load=10.0, kit_sim_jobs=300, variant_seeds=3, base_seeds=2,
+             contended_load=10.0, kit_sim_jobs=300, causes=True, variant_seeds=3, base_seeds=2,
              minutes=180,
              notes=("sized to run in about three hours on 2 cores; the papers replayed whole traces "
                     "for up to 30 hours, which the same campaigns do with larger sizes",))
@@ -85,6 +87,9 @@ KIT_STUDY = ("pcp20", "hcp19")
 #: the fastest first; PCP base runs apart (`ablation-base`): under the paper profile it takes 3.4 s per
 #: decision on the congested slice, 14 minutes per replica
 ABLATION = ("pcp1", "pcp2", "hcp1", "hcp2", "hcp3", "hcp", "pcp3")
+#: single-difference runs of the ablation (full scale): the version whose findings the paper profile
+#: does not reproduce, with one of our differences each
+ABLATION_ATTRIBUTION = ("pcp3", ("fallback", "hint"))
 EURORA14_OBJECTIVES = ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mks-nl", "nl-mks-wt")
 
 
@@ -101,6 +106,18 @@ def _entries(names: tuple[str, ...], det_time: float, ours: bool = True, wall_ca
                    f'options = {{deterministic_time = {det_time}{cap}}}}}')
         if ours:
             out.append(f'"{n}"')
+    return out
+
+
+def _attribution_entries(scale: Scale) -> list[str]:
+    from .run import paper_but
+
+    name, keys = ABLATION_ATTRIBUTION
+    out = []
+    for key in keys:
+        options = {**paper_but(name, key, scale, scale.ablation_det_time), "det_wall_cap": str(scale.ablation_wall_cap)}
+        text = ", ".join(f'{k} = "{v}"' for k, v in sorted(options.items()))
+        out.append(f'{{name = "{name}", label = "{name}/paper-but-{key}", options = {{{text}}}}}')
     return out
 
 
@@ -149,7 +166,11 @@ def campaigns(scale: Scale) -> dict[str, str]:
                              curie_on_kit, jitter=60),
         "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
     }
-    if scale.variant_seeds:  # the Eurora study with only the workload changed (WORKLOAD_VARIANTS)
+    if scale.causes:  # the Eurora study with only the workload changed (WORKLOAD_VARIANTS), the
+        # ablation with one difference changed (evaluate.Results.swapped)
+        out["ablation-attribution"] = _campaign("repro-ablation-attribution", scale.ablation_seeds,
+                                                _attribution_entries(scale), scale.ablation_predictors,
+                                                ablation_wl, jitter=60)
         out["eurora-cp-contended"] = _campaign(
             "repro-eurora-cp-contended", scale.variant_seeds,
             [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],

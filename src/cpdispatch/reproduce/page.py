@@ -9,7 +9,7 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import Scale, campaigns, instance_studies
+from .experiments import ABLATION_ATTRIBUTION, Scale, campaigns, instance_studies
 from .run import DIFFERENCES
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
@@ -47,9 +47,11 @@ def setup_text(scale: Scale) -> list[str]:
         f"- KIT simulation (`kit-sim`, Table 1 and Fig. 4): {scale.kit_sim_jobs} CEA-Curie jobs after the first "
         f"200,000 on `kit-forhlr2` at load 1 in {scale.seeds} replicas (submit times jittered by ±60 s), predictors "
         "last2, real (the paper's L2 and R); KIT's trace is not public and RICC's jobs leave that system idle.",
-        *([f"- Workload-only variant, paper profile only (a run that changes only the workload, for the causes): "
+        *([f"- Runs for the causes only (each changes one thing from the paper profile's runs): "
            f"`eurora-cp-contended`, the Eurora-like study at load {scale.contended_load:g} in {scale.variant_seeds} "
-           "replicas."] if scale.variant_seeds else []),
+           f"replicas; `ablation-attribution`, PCP3 on the ablation's slice under the paper profile with one of "
+           f"our differences at a time ({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
+          if scale.causes else []),
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "

@@ -19,7 +19,7 @@ TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
 ORDER = ("eurora-cp", "instances", "kit-large", "kit-sim", "eurora14", "ablation", "curie-large",
-         "ablation-base", "eurora-cp-contended")
+         "ablation-base", "eurora-cp-contended", "ablation-attribution")
 
 
 def estimate(scale: Scale) -> str:
@@ -80,10 +80,10 @@ def paper_options(scale: Scale) -> dict[str, str]:
     return {"profile": "paper", "deterministic_time": str(scale.det_time)}
 
 
-def paper_but(name: str, key: str, scale: Scale) -> dict[str, str]:
+def paper_but(name: str, key: str, scale: Scale, det_time: float | None = None) -> dict[str, str]:
     """The paper's settings of dispatcher `name` with `key` at our default (or, for `TEXT_VALUES`,
     at the paper text's value): a run that changes only that difference (the time policy's own
-    budget replaces the deterministic limits)."""
+    budget replaces the deterministic limits, `det_time` or the scale's)."""
     from ..dispatchers.base import dispatcher_class
     from ..dispatchers.cp.profiles import paper_overrides
 
@@ -94,7 +94,7 @@ def paper_but(name: str, key: str, scale: Scale) -> dict[str, str]:
         settings[key] = TEXT_VALUES[key]
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
     if key != "time_policy":
-        out["deterministic_time"] = str(scale.det_time)
+        out["deterministic_time"] = str(scale.det_time if det_time is None else det_time)
     return out
 
 
