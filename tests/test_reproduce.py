@@ -65,6 +65,7 @@ class Fake(ev.Results):
         self.values, self.stats = values, stats or {}
         self.runs: dict[str, list[dict[str, Any]]] = {}
         self.swapped: dict[str, list[dict[str, Any]]] = {}
+        self.swapped_name: dict[str, str] = {}
 
     def series(self, experiment: str, name: str, profile: str, metric_name: str, predictor: str
                ) -> dict[tuple[Any, ...], float]:
@@ -170,10 +171,13 @@ def test_a_single_difference_run_that_reproduces_a_finding_is_named_as_its_cause
     res = ByExperiment({"ablation": worse, "ablation:paper-but-fallback": better, "ablation:paper-but-hint": worse},
                        {})
     res.swapped = {"ablation:paper-but-fallback": [], "ablation:paper-but-hint": []}
+    res.swapped_name = {"ablation:paper-but-fallback": "pcp3", "ablation:paper-but-hint": "pcp3"}
     paper = ev.evaluate(finding, res, "paper")
     cause = ev.cause(finding, res, paper, ev.evaluate(finding, res, "ours"))
     assert "with only our `fallback` it is reproduced" in cause
     assert "not our `hint` alone (a run that changes only that: not reproduced)" in cause
+    other = {"experiment": "ablation", "check": {**check, "lower": "hcp1", "higher": "hcp"}}
+    assert "fallback" not in ev.cause(other, res, paper, paper)
 
 
 def test_unsolved_decisions_are_traced_to_the_difference_that_lets_the_model_decide() -> None:

@@ -32,7 +32,7 @@ PROFILES = ("paper", "ours")
 #: the workload-only variants (experiments.campaigns): an experiment run again under the paper
 #: profile with only its workload changed, and what changed
 WORKLOAD_VARIANTS = {
-    "eurora-cp": ("eurora-cp-contended", "the same Eurora-like workload at a contended load"),
+    "eurora-cp": ("eurora-cp-contended", "the same Eurora-like workload at a higher load (10, against 3)"),
 }
 #: a simulation whose system's recorded instances a study replays one difference at a time
 RELATED_STUDY = {"kit-sim": "kit-large"}
@@ -125,10 +125,12 @@ class Results:
         #: "experiment:paper-but-key" -> the experiment's runs with one dispatcher's paper-profile runs
         #: replaced by its single-difference runs (same replicas, so the pairs hold)
         self.swapped: dict[str, list[dict[str, Any]]] = {}
+        self.swapped_name: dict[str, str] = {}  # the dispatcher whose runs are swapped
         for experiment, attribution in SIM_ATTRIBUTION.items():
             for r in self.runs.get(attribution, []):
                 name, _, setup = r["label"].partition("/")
                 key = f"{experiment}:{setup}"
+                self.swapped_name[key] = name
                 if key not in self.swapped:
                     self.swapped[key] = [x for x in self.runs.get(experiment, []) if x["label"] != paper_label(name)]
                 self.swapped[key].append({**r, "label": paper_label(name), "cp": True})
@@ -376,7 +378,8 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
                     f"{towards}; no single one reproduces it")
     unsolved = unsolved_cause(res, finding)
     changed = []
-    for key in sorted(k for k in res.swapped if k.startswith(finding["experiment"] + ":")):
+    for key in sorted(k for k in res.swapped if k.startswith(finding["experiment"] + ":")
+                      and res.swapped_name.get(k) in finding_names(finding)):
         shifted = evaluate({**finding, "experiment": key}, res, "paper")
         if shifted.verdict in rank and rank.index(shifted.verdict) < rank.index(paper.verdict):
             changed.append(f"with only our `{key.split('paper-but-')[1]}` it is {shifted.verdict}: {shifted.text}")
@@ -410,6 +413,13 @@ SOLVER_CANDIDATE = ("candidate: the solver generation (CP-SAT decides these mode
                     "took hundreds; 7.3 has no build for Python 3.11, so no run can change only that)")
 
 
+def finding_names(finding: dict[str, Any]) -> set[str]:
+    """The dispatchers a finding's checks compare."""
+    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
+    names = {c[k] for c in checks for k in ("a", "b", "lower", "higher", "dispatcher") if k in c}
+    return names | {n for c in checks for n in c.get("order", [])}
+
+
 def unsolved_cause(res: Results, finding: dict[str, Any]) -> str:
     """Where a dispatcher the finding compares leaves many decisions unsolved under the paper
     profile (nothing starts: the profile has no fallback), that share; and, where a study replays the
@@ -417,10 +427,7 @@ def unsolved_cause(res: Results, finding: dict[str, Any]) -> str:
     its model decide them all."""
     from .run import DIFFERENCES
 
-    experiment = finding["experiment"]
-    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
-    names = {c[k] for c in checks for k in ("a", "b", "lower", "higher", "dispatcher") if k in c}
-    names |= {n for c in checks for n in c.get("order", [])}
+    experiment, names = finding["experiment"], finding_names(finding)
     calls: dict[str, Counter[str]] = {}
     for r in res.runs.get(experiment, []):
         name = r["label"].removesuffix("/paper")

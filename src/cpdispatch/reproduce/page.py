@@ -67,9 +67,11 @@ def setup_text(scale: Scale) -> list[str]:
 HEADLINES = (
     "pcp20-fig6-variable-ratio-below-0.1", "pcp20-fig7-time-ratio-range", "pcp20-sec52-eurora-time-ordering",
     "pcp20-table2-ratio-hcp19-pcp20-time-d", "pcp20-table2-ratio-hcp19-pcp20-time-r",
-    "pcp20-sec51-pcp19-kit-blocks", "pcp20-fig5-eurora-slowdown-comparable",
+    "pcp20-sec51-pcp19-kit-blocks", "pcp20-table1-ratio-pcp20-hcp19-time-l2",
+    "pcp20-fig4-kit-wait-hcp19-slightly-better", "pcp20-fig5-eurora-slowdown-comparable",
     "pcp20-fig5-eurora-slowdown-better-than-pbs", "cp19-fig2-pcp1r-pcp3r-slowdown-58pct",
     "cp19-fig2-pcp3d-slowdown-37pct", "cp19-fig3-hcp1w-beats-hcp-slowdown", "cp19-fig2-pcp3-beats-pbs-slowdown",
+    "cp19-table2-pcp-crash",
     "cp14-table4-all-models-beat-pbs", "cp14-table5-best-20pct-over-pbs",
 )
 
