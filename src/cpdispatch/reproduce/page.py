@@ -169,6 +169,19 @@ def _num(x: object) -> str:
     return f"{x:.3g}" if isinstance(x, int | float) and x == x else "–"
 
 
+def contention(res: Results) -> list[str]:
+    """How contended each simulation's workload is: the mean job wait of each set-up, over its runs
+    (allocation and scheduling can matter only where jobs wait)."""
+    parts = []
+    for name, runs in res.runs.items():
+        waits: dict[str, list[float]] = {}
+        for r in runs:
+            waits.setdefault(r["label"], []).append(float(r["summary"].get("avg_wait") or 0.0))
+        means = (f"{label} {sum(w) / len(w):,.0f} s" for label, w in sorted(waits.items()))
+        parts.append(f"`{name}` " + ", ".join(means))
+    return [f"- Mean job wait per set-up (how contended each workload is): {'; '.join(parts)}."] if parts else []
+
+
 def completeness(res: Results, scale: Scale) -> list[str]:
     """What the page rests on: complete runs per campaign, studies replayed (an interrupted
     reproduction still writes its page; rerunning the command completes it)."""
@@ -183,7 +196,7 @@ def write_page(rows: list[Row], scale: Scale, path: Path, res: Results | None = 
     lines = ["# The papers reproduced, finding by finding", ""]
     lines += setup_text(scale)
     if res is not None:
-        lines += completeness(res, scale)
+        lines += completeness(res, scale) + contention(res)
     lines += ["", "Verdicts (column *paper profile*, then *our defaults*): " + ", ".join(VERDICTS) + ". "
               "*reproduced*: a ratio or value within the 95% interval or within 25% of the paper's, a direction or "
               "ordering significant at 95%, a level claim whose interval lies within its tolerance; *direction "
