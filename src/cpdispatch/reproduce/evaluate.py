@@ -360,14 +360,13 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
     if finding.get("note"):  # a known difference between the paper's text and what it measured
         return str(finding["note"])
     checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
-    rank = [REPRODUCED, DIRECTION, NOT]
     if all(c["measure"] == "instances" for c in checks):
         moved = []
         for key in DIFFERENCES:
             if res.study(checks[0]["study"], f"paper-but-{key}") is None:
                 continue
             verdict = evaluate(finding, res, f"paper-but-{key}").verdict
-            if verdict in rank and rank.index(verdict) < rank.index(paper.verdict):
+            if better(verdict, paper.verdict):
                 moved.append(f"`{key}={TEXT_VALUES[key]}` (the paper's text)" if key in TEXT_VALUES
                              else f"our `{key}`")
         if moved:
@@ -377,35 +376,54 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
             return (f"replays that change one difference move it towards the paper's {checks[0]['target']:g}: "
                     f"{towards}; no single one reproduces it")
     unsolved = unsolved_cause(res, finding)
-    changed = []
-    for key in sorted(k for k in res.swapped if k.startswith(finding["experiment"] + ":")
-                      and res.swapped_name.get(k) in finding_names(finding)):
-        shifted = evaluate({**finding, "experiment": key}, res, "paper")
-        if shifted.verdict in rank and rank.index(shifted.verdict) < rank.index(paper.verdict):
-            changed.append(f"with only our `{key.split('paper-but-')[1]}` it is {shifted.verdict}: {shifted.text}")
-        elif shifted.verdict in rank:
-            changed.append(f"not our `{key.split('paper-but-')[1]}` alone (a run that changes only that: "
-                           f"{shifted.verdict})")
+    changed = single_difference_cause(res, finding, paper)
     if unsolved or changed:
-        return "; ".join([unsolved, *changed] if unsolved else changed)
-    workload = ""
-    if finding["experiment"] in WORKLOAD_VARIANTS:
-        variant, what = WORKLOAD_VARIANTS[finding["experiment"]]
-        if res.runs.get(variant):
-            shifted = evaluate({**finding, "experiment": variant}, res, "paper")
-            waits = (f"mean wait {paper_wait(res, variant):.0f} s under the paper profile, against "
-                     f"{paper_wait(res, finding['experiment']):.0f} s")
-            if shifted.verdict in rank and rank.index(shifted.verdict) < rank.index(paper.verdict):
-                return f"the workload: on {what} ({waits}) the paper profile gives {shifted.verdict}: {shifted.text}"
-            if shifted.verdict in rank:  # not run there: the variant says nothing
-                workload = f"not the workload alone: on {what} ({waits}) still {shifted.verdict}"
-    if ours.verdict in rank and rank.index(ours.verdict) < rank.index(paper.verdict):
+        return "; ".join(x for x in (unsolved, changed) if x)
+    reproduces, workload = workload_cause(res, finding, paper)
+    if reproduces:
+        return workload
+    if better(ours.verdict, paper.verdict):
         return "; ".join(x for x in ("our defaults come closer than the paper profile (the two columns)", workload)
                          if x)
     metrics = {str(c.get("metric", c.get("field", ""))) for c in checks}
     if any(m.startswith(("decision_time", "time_ratio", "solve_ms")) for m in metrics):
         return "; ".join(x for x in (workload, SOLVER_CANDIDATE) if x)
     return workload or "not isolated by a run"
+
+
+def better(verdict: str, than: str) -> bool:
+    rank = [REPRODUCED, DIRECTION, NOT]
+    return verdict in rank and than in rank and rank.index(verdict) < rank.index(than)
+
+
+def single_difference_cause(res: Results, finding: dict[str, Any], paper: Outcome) -> str:
+    """What the single-difference runs of a dispatcher the finding compares give (`Results.swapped`)."""
+    out = []
+    for key in sorted(k for k in res.swapped if k.startswith(finding["experiment"] + ":")
+                      and res.swapped_name.get(k) in finding_names(finding)):
+        shifted, difference = evaluate({**finding, "experiment": key}, res, "paper"), key.split("paper-but-")[1]
+        if better(shifted.verdict, paper.verdict):
+            out.append(f"with only our `{difference}` it is {shifted.verdict}: {shifted.text}")
+        elif shifted.verdict in (DIRECTION, NOT):
+            out.append(f"not our `{difference}` alone (a run that changes only that: {shifted.verdict})")
+    return "; ".join(out)
+
+
+def workload_cause(res: Results, finding: dict[str, Any], paper: Outcome) -> tuple[bool, str]:
+    """(whether it reproduces, what it says): the finding on its experiment's workload-only variant."""
+    if finding["experiment"] not in WORKLOAD_VARIANTS:
+        return False, ""
+    variant, what = WORKLOAD_VARIANTS[finding["experiment"]]
+    if not res.runs.get(variant):
+        return False, ""
+    shifted = evaluate({**finding, "experiment": variant}, res, "paper")
+    waits = (f"mean wait {paper_wait(res, variant):.0f} s under the paper profile, against "
+             f"{paper_wait(res, finding['experiment']):.0f} s")
+    if better(shifted.verdict, paper.verdict):
+        return True, f"the workload: on {what} ({waits}) the paper profile gives {shifted.verdict}: {shifted.text}"
+    if shifted.verdict in (DIRECTION, NOT):  # not run there: the variant says nothing
+        return False, f"not the workload alone: on {what} ({waits}) still {shifted.verdict}"
+    return False, ""
 
 
 #: the one difference no run can change: OR-Tools 7.3 has no build for a current Python
