@@ -451,31 +451,36 @@ def unsolved_cause(res: Results, finding: dict[str, Any]) -> str:
         name = r["label"].removesuffix("/paper")
         if r["label"].endswith("/paper") and name in names:
             calls.setdefault(name, Counter()).update(r["summary"].get("decision_status", {}))
-    study = RELATED_STUDY.get(experiment)
+    study = RELATED_STUDY.get(experiment, "")
     out = []
     for name, c in sorted(calls.items()):
         total = max(1, sum(c.values()))
-        share = sum(v for k, v in c.items() if k.startswith("unsolved")) / total
+        share = _unsolved(c) / total
         if share < 0.05:
             continue
         capped = sum(v for k, v in c.items() if k.endswith(":capped")) / total
         text = (f"{name} left {share:.0%} of its decisions here unsolved (nothing starts; the paper profile has no "
                 f"fallback)" + (f", {capped:.0%} stopped by `det_wall_cap`" if capped else ""))
-        base = {s["dispatcher"]: s for s in (res.study(study, "paper") if study else None) or []}.get(name)
-        if study and base:
-            fixed = []
-            for key in DIFFERENCES:
-                replay = {s["dispatcher"]: s for s in res.study(study, f"paper-but-{key}") or []}.get(name)
-                decided = replay and replay["statuses"].get("optimal", 0) + replay["statuses"].get("feasible", 0)
-                if replay and decided == replay["instances"]:
-                    fixed.append(f"our `{key}`")
-            unsolved = sum(v for k, v in base["statuses"].items() if k.startswith("unsolved"))
-            text += (f"; on the same system's recorded instances (`{study}`, {unsolved} of {base['instances']} "
-                     "unsolved under the paper profile) " + (f"its model decides all with only {' or '.join(fixed)} "
-                                                             "changed" if fixed else
-                                                             "no single difference lets its model decide all"))
+        base = _study_row(res, study, "paper", name)
+        if base:
+            fixed = [f"our `{key}`" for key in DIFFERENCES
+                     if (row := _study_row(res, study, f"paper-but-{key}", name))
+                     and row["statuses"].get("optimal", 0) + row["statuses"].get("feasible", 0) == row["instances"]]
+            text += (f"; on the same system's recorded instances (`{study}`, {_unsolved(base['statuses'])} of "
+                     f"{base['instances']} unsolved under the paper profile) "
+                     + (f"its model decides all with only {' or '.join(fixed)} changed" if fixed
+                        else "no single difference lets its model decide all"))
         out.append(text)
     return "; ".join(out)
+
+
+def _unsolved(statuses: dict[str, int]) -> int:
+    return sum(v for k, v in statuses.items() if k.startswith("unsolved"))
+
+
+def _study_row(res: Results, study: str, setup: str, name: str) -> dict[str, Any] | None:
+    """Dispatcher `name`'s statistics in one replay of an instance study (None: not replayed)."""
+    return next((s for s in (res.study(study, setup) or []) if s["dispatcher"] == name), None) if study else None
 
 
 def paper_wait(res: Results, experiment: str) -> float:

@@ -23,20 +23,22 @@ def traces() -> Path:
     return Path(given) if given else Path(__file__).resolve().parents[3].parent / "shared" / "workloads"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scale:
+    """The sizes of one reproduction; the defaults are what every scale shares."""
+
     name: str
     eurora_jobs: int
-    eurora_loads: tuple[float, ...]
+    eurora_loads: tuple[float, ...] = (3.0,)
     seeds: int
-    predictors: tuple[str, ...]
+    predictors: tuple[str, ...] = ("datadriven", "real")
     ablation_jobs: int
-    ablation_predictors: tuple[str, ...]
+    ablation_predictors: tuple[str, ...] = ("walltime", "datadriven", "real")
     ablation_seeds: int
-    ablation_det_time: float  # the paper profile on a congested queue costs seconds per decision
+    ablation_det_time: float = 0.01  # the paper profile on a congested queue costs seconds per decision
     #: the paper profile's solves in the ablation also stop after this many times their deterministic
     #: limit in wall seconds (`det_wall_cap`: PCP3's and PCP base's models on the congested slice)
-    ablation_wall_cap: float
+    ablation_wall_cap: float = 5.0
     #: deterministic seconds standing for the paper's first limit (1 s in CP'19 and PCP'20)
     det_time: float
     #: recorded Eurora instances for Figs. 6-7, and large-system instances (KIT, CEA-Curie)
@@ -48,9 +50,8 @@ class Scale:
     #: the ablation's KTH-SP2 jobs: after the first `ablation_skip` (8,000: a slice that queues up at
     #: once, mean wait 8,768 s under easy; under the paper profile PCP3 takes minutes per decision there)
     ablation_skip: int
-    #: the load factor at which the Eurora-like workload stands in for a contended Eurora (the
-    #: workload-only variants of the Eurora study and of the ablation)
-    contended_load: float
+    #: the load factor of the Eurora study's workload-only variant
+    contended_load: float = 10.0
     #: run the experiments that serve only the causes, not the verdicts (the workload-only variant of
     #: the Eurora study, the ablation's single-difference runs)
     causes: bool
@@ -63,20 +64,14 @@ class Scale:
     notes: tuple[str, ...] = field(default=())
 
 
-QUICK = Scale("quick", eurora_jobs=300, eurora_loads=(3.0,), seeds=2, predictors=("datadriven", "real"),
-              ablation_jobs=60, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=2,
-              ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.02, instances=30,
-              large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000,
-              contended_load=10.0, kit_sim_jobs=30, causes=False, variant_seeds=0, base_seeds=1,
-              minutes=5,
+QUICK = Scale(name="quick", eurora_jobs=300, seeds=2, ablation_jobs=60, ablation_seeds=2, det_time=0.02,
+              instances=30, large_jobs=100, large_instances=5, kth_jobs=60, kth_slices=2, ablation_skip=5000,
+              causes=False, variant_seeds=0, base_seeds=1, kit_sim_jobs=30, minutes=5,
               notes=("a smoke test of the machinery: the systems are nearly idle at this size, so its verdicts "
                      "are no evidence",))
-FULL = Scale("full", eurora_jobs=1000, eurora_loads=(3.0,), seeds=5, predictors=("datadriven", "real"),
-             ablation_jobs=150, ablation_predictors=("walltime", "datadriven", "real"), ablation_seeds=5,
-             ablation_det_time=0.01, ablation_wall_cap=5.0, det_time=0.05, instances=200,
-             large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
-             contended_load=10.0, kit_sim_jobs=300, causes=True, variant_seeds=3, base_seeds=2,
-             minutes=180,
+FULL = Scale(name="full", eurora_jobs=1000, seeds=5, ablation_jobs=150, ablation_seeds=5, det_time=0.05,
+             instances=200, large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
+             causes=True, variant_seeds=3, base_seeds=2, kit_sim_jobs=300, minutes=180,
              notes=("sized to run in about three hours on 2 cores; the papers replayed whole traces "
                     "for up to 30 hours, which the same campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
