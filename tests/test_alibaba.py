@@ -10,7 +10,7 @@ import pytest
 from cpdispatch.errors import InputError
 from cpdispatch.system import NodeGroup, System, load_system
 from cpdispatch.workloads import load_workload
-from cpdispatch.workloads.alibaba import NEVER_SCHEDULED, preset_toml_from_nodes, read_alibaba
+from cpdispatch.workloads.alibaba import NEVER_SCHEDULED, preset_toml_from_nodes, read_alibaba, reduced_system
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 ALIBABA = "alibaba_gpu_v2023"
@@ -104,3 +104,20 @@ def test_preset_is_generated_from_the_node_list(workloads_dir: Path) -> None:
     assert system.n_nodes == 1_523 and system.types == ("core", "mem", "gpu")
     assert system.totals[system.type_index("gpu")] == 6_212
     assert system.node_names[0] == "cpu-1-1" and len({g.group for g in system.groups}) == len(system.groups)
+
+
+def test_reduced_system_keeps_every_node_kind(workloads_dir: Path) -> None:
+    """A 25th of the nodes, every kind kept (at least one node each), so every pod still fits."""
+    full = load_system("alibaba-gpu-2023")
+    reduced = reduced_system(full, 25)
+    kinds = {tuple(int(x) for x in row) for row in full.capacity}
+    assert {tuple(int(x) for x in row) for row in reduced.capacity} == kinds
+    assert len(reduced.groups) == len(kinds) and reduced.types == full.types
+    assert reduced.n_nodes == sum(max(1, round(sum(g.count for g in full.groups
+                                                   if tuple(sorted(g.resources.items())) == key) / 25))
+                                  for key in {tuple(sorted(g.resources.items())) for g in full.groups})
+    w = read_alibaba(str(workloads_dir / ALIBABA / "openb_pod_list_default.csv.gz"), reduced, limit=2000)
+    assert all(reduced.max_units(j.req) >= 1 for j in w.jobs)
+    assert reduced_system(full, 1).n_nodes == full.n_nodes
+    with pytest.raises(ValueError):
+        reduced_system(full, 0)

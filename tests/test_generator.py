@@ -103,3 +103,20 @@ def test_native_round_trip(tmp_path: Path) -> None:
     write_native(out, w, eurora)
     back = load_workload(out, eurora).jobs
     assert [dataclasses.replace(j, line=0) for j in back] == w.jobs
+
+
+def test_the_gpu_contended_mix_offers_gpus_at_090_with_wide_gpu_units() -> None:
+    """GPUs offered at 0.9 (the cores' bound the arrivals instead when they would pass 0.95), GPU
+    units of 4-12 cores with one or two cards, GPU jobs in every run-time class."""
+    for seed in (1, 2, 3):
+        w = generate_eurora(2000, seed, mix="gpu-contended")
+        offered = w.notes["offered_load"]
+        assert offered["gpu"] == pytest.approx(0.9, abs=1e-3) or offered["core"] == pytest.approx(0.95, abs=1e-3)
+        assert offered["core"] <= 0.95 + 1e-9 and offered["gpu"] <= 0.9 + 1e-9
+        gpu_jobs = [j for j in w.jobs if j.req[2] > 0]
+        assert 0.2 < len(gpu_jobs) / len(w.jobs) < 0.4
+        assert {j.req[0] for j in gpu_jobs} <= {4, 6, 8, 12} and {j.req[2] for j in gpu_jobs} <= {1, 2}
+        assert any(j.runtime > 3600 for j in gpu_jobs)
+        assert "mix='gpu-contended'" in w.notes["generator"]
+    with pytest.raises(ValueError, match="unknown mix"):
+        generate_eurora(10, 1, mix="nope")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..job import Job, Rejection
-from ..system import System
+from ..system import NodeGroup, System
 from .base import Workload
 from .reading import (
     MAX_VALUE,
@@ -135,6 +135,22 @@ def read_alibaba(path: str, system: System, strict: bool = False, limit: int | N
     sort_by_submit(jobs)
     jobs = fill_default_walltime(jobs, notes)
     return Workload(source=path, jobs=jobs, rejected=rejected, skipped=skipped, notes=notes)
+
+
+def reduced_system(system: System, divisor: int) -> System:
+    """The node kinds of `system` (distinct capacities, in order of first appearance), each with
+    its node count divided by `divisor` (rounded, at least 1): a system small enough for a CP
+    dispatcher that keeps every kind of node, so that every pod still fits somewhere."""
+    if divisor < 1:
+        raise ValueError(f"divisor must be >= 1, got {divisor}")
+    kinds: dict[tuple[tuple[str, int], ...], tuple[NodeGroup, int]] = {}
+    for g in system.groups:
+        key = tuple(sorted(g.resources.items()))
+        first, count = kinds.get(key, (g, 0))
+        kinds[key] = (first, count + g.count)
+    groups = [NodeGroup(f"{g.group.rsplit('-', 1)[0]}-{k}", max(1, round(count / divisor)), dict(g.resources))
+              for k, (g, count) in enumerate(kinds.values(), 1)]
+    return System.build(f"{system.name}/{divisor}", groups, system.swf_processor, system.start_time)
 
 
 def preset_toml_from_nodes(path: str, name: str = "alibaba-gpu-2023") -> str:

@@ -93,6 +93,33 @@ OFFERED_GPU_LOAD = 0.45
 DAY_AMPLITUDE = 0.5  # arrival rate = mean x (1 + A sin(...)): peak at 15:00, trough at 03:00
 
 
+@dataclass(frozen=True)
+class Mix:
+    """What sets a generated mix apart: accelerator shares per run-time class (none, gpu, mic),
+    cores per GPU unit, the share of one-card GPU units, the short GPU jobs' speed-up, and the
+    offered loads of cores and GPUs: arrivals are spread so that neither is passed and one is met."""
+
+    accelerators: dict[str, tuple[float, float, float]]
+    gpu_cores: tuple[tuple[int, float], ...]
+    gpu_one: float
+    gpu_speedup: float
+    core_load: float
+    gpu_load: float
+
+
+MIXES = {
+    # CP'14 Table 6 and CP'19 Sect. 5 (the module docstring)
+    "eurora": Mix(ACCELERATORS, ACCEL_CORES_PER_UNIT, ACCEL_ONE, ACCEL_SPEEDUP, OFFERED_CORE_LOAD, OFFERED_GPU_LOAD),
+    # GPUs contended and placement nontrivial: 30% of the jobs of every class ask GPUs, with 4-12
+    # cores per unit (a 12-core GPU unit needs a GPU node that CPU jobs left mostly free), one or
+    # two cards, no speed-up (GPU jobs as long as the others); arrivals set the GPU offered load at
+    # 0.9 unless the cores' would then pass 0.95 (seeds 1-3, 3,000 jobs: cores 0.55-0.72).
+    "gpu-contended": Mix(
+        {"short": (0.692, 0.3, 0.008), "medium": (0.692, 0.3, 0.008), "long": (0.692, 0.3, 0.008)},
+        ((4, 0.3), (6, 0.2), (8, 0.3), (12, 0.2)), 0.6, 1.0, 0.95, 0.9),
+}
+
+
 @dataclass
 class _App:
     name: str
@@ -125,14 +152,16 @@ def _round_up(seconds: float, step: int) -> int:
     return int(math.ceil(seconds / step) * step)
 
 
-def _make_app(rng: np.random.Generator, klass: str, accel: str, queue_name: str, habit: float) -> _App:
+def _make_app(
+    rng: np.random.Generator, klass: str, accel: str, queue_name: str, habit: float, mix: Mix
+) -> _App:
     """One application of a user: fixed shape, walltime habit and run-time distribution."""
     q = QUEUES[queue_name]
-    cores = _pick(rng, CORES_PER_UNIT if accel == "none" else ACCEL_CORES_PER_UNIT)
+    cores = _pick(rng, CORES_PER_UNIT if accel == "none" else mix.gpu_cores if accel == "gpu" else ACCEL_CORES_PER_UNIT)
     units = _pick(rng, UNITS[queue_name])
     acc = 0
     if accel != "none":
-        acc = 1 if rng.random() < ACCEL_ONE else 2
+        acc = 1 if rng.random() < (mix.gpu_one if accel == "gpu" else ACCEL_ONE) else 2
         units = min(units, q.max_gpus // acc, ACCEL_MAX_UNITS)
     units = max(1, min(units, q.max_nodes, q.max_cores // cores))
     mem = min(NODE_MEM - 1024, int(cores * rng.choice((256, 512, 900)) + rng.integers(0, 8) * 128))
@@ -140,7 +169,7 @@ def _make_app(rng: np.random.Generator, klass: str, accel: str, queue_name: str,
     lo, hi = CLASSES[klass][2]
     median = float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
     if accel != "none" and klass == "short":
-        median *= ACCEL_SPEEDUP
+        median *= mix.gpu_speedup if accel == "gpu" else ACCEL_SPEEDUP
     sigma = float(rng.uniform(0.15, 0.5))
     if rng.random() < habit:
         walltime = q.max_time  # as CP'19 notes, users mostly ask the queue's maximum
@@ -171,29 +200,35 @@ def _arrivals(rng: np.random.Generator, n: int, mean_rate: float) -> np.ndarray:
     return np.floor(np.concatenate(out)[:n]).astype(np.int64)
 
 
-def accelerator_shares(gpu_share: float | None) -> dict[str, tuple[float, float, float]]:
+def accelerator_shares(
+    gpu_share: float | None, base: dict[str, tuple[float, float, float]] = ACCELERATORS
+) -> dict[str, tuple[float, float, float]]:
     """Per run-time class, the (none, gpu, mic) shares; `gpu_share` replaces the short jobs' GPU
     share (0.34 by default) and scales the medium and long ones alike (MIC shares unchanged)."""
     if gpu_share is None:
-        return ACCELERATORS
-    if not 0 <= gpu_share <= 1 - ACCELERATORS["short"][2]:
-        raise ValueError(f"gpu_share must be in [0, {1 - ACCELERATORS['short'][2]}], got {gpu_share}")
-    scale = gpu_share / ACCELERATORS["short"][1]
+        return base
+    if not 0 <= gpu_share <= 1 - base["short"][2]:
+        raise ValueError(f"gpu_share must be in [0, {1 - base['short'][2]}], got {gpu_share}")
+    scale = gpu_share / base["short"][1]
     out = {}
-    for klass, (_, gpu, mic) in ACCELERATORS.items():
+    for klass, (_, gpu, mic) in base.items():
         g = min(1 - mic, gpu * scale)
         out[klass] = (1 - mic - g, g, mic)
     return out
 
 
-def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None) -> Workload:
+def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None, mix: str = "eurora") -> Workload:
     """`n_jobs` synthetic Eurora jobs (ids 1..n in submit order), types core, mem, gpu, mic.
 
-    `gpu_share`: share of short jobs asking GPUs (default 0.34, CP'14 Table 6), for workloads where
-    GPUs are in heavy demand; arrivals still keep the offered GPU load at most OFFERED_GPU_LOAD."""
+    `gpu_share`: share of short jobs asking GPUs (default: the mix's), for workloads where GPUs are
+    in heavy demand; arrivals still keep the offered GPU load at most the mix's. `mix`: one of
+    `MIXES` ("gpu-contended": GPUs offered at 0.9 and GPU units of 4-12 cores)."""
     if n_jobs < 0:
         raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
-    shares = accelerator_shares(gpu_share)
+    if mix not in MIXES:
+        raise ValueError(f"unknown mix {mix!r} (known: {', '.join(MIXES)})")
+    spec = MIXES[mix]
+    shares = accelerator_shares(gpu_share, spec.accelerators)
     rng = np.random.default_rng(seed)
     app_rng = np.random.default_rng([seed, 1])  # application shapes, drawn as first needed
     ranks = np.arange(1, N_USERS + 1, dtype=float)
@@ -216,7 +251,7 @@ def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None) -> W
         queue = list(qtable)[_draw(tuple(qtable.values()), float(queue_u[i]))]
         app = apps.get((user, klass, accel, queue))
         if app is None:
-            app = _make_app(app_rng, klass, accel, queue, float(habits[user]))
+            app = _make_app(app_rng, klass, accel, queue, float(habits[user]), spec)
             serial = names_used.get((user, app.name), 0) + 1
             names_used[(user, app.name)] = serial
             if serial > 1:  # the user's second application with this base name: keep names distinct
@@ -233,7 +268,7 @@ def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None) -> W
     work = np.zeros(len(EURORA_TYPES))
     for _, _, app, _, run in shapes:
         work += np.asarray(app.req, dtype=float) * (app.units * run)
-    span = max(work[0] / (OFFERED_CORE_LOAD * caps[0]), work[2] / (OFFERED_GPU_LOAD * caps[2]), 1.0)
+    span = max(work[0] / (spec.core_load * caps[0]), work[2] / (spec.gpu_load * caps[2]), 1.0)
     submits = _arrivals(rng, n_jobs, n_jobs / span)
     jobs = [
         Job(
@@ -245,7 +280,8 @@ def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None) -> W
     notes = {
         "format": "generated",
         "generator": f"eurora(n_jobs={n_jobs}, seed={seed}"
-                     + (f", gpu_share={gpu_share})" if gpu_share is not None else ")"),
+                     + (f", gpu_share={gpu_share}" if gpu_share is not None else "")
+                     + (f", mix={mix!r})" if mix != "eurora" else ")"),
         "offered_load": {t: round(float(w / (span * c)), 4) for t, w, c in zip(EURORA_TYPES, work, caps)},
         "applications": len(apps),
     }
