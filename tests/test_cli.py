@@ -101,6 +101,9 @@ def test_generate_convert_inspect(tmp_path: Path, workloads_dir: Path) -> None:
     gen = tmp_path / "g.csv"
     assert cli("generate", "eurora", "--jobs", "50", "--seed", "3", "--out", str(gen))[0] == 0
     assert gen.read_text().splitlines()[0].startswith("job_id,submit,user,name,queue,units,walltime,runtime,req_")
+    contended = tmp_path / "c.csv"
+    code, out, _ = cli("generate", "eurora", "--jobs", "50", "--mix", "gpu-contended", "--out", str(contended))
+    assert code == 0 and "mix gpu-contended" in out and contended.read_text() != gen.read_text()
     conv = tmp_path / "kth.csv.gz"
     code, out, err = cli("convert", str(workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"), "--system", "kth-sp2",
                          "--out", str(conv))

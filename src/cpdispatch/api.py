@@ -20,7 +20,7 @@ from .errors import CpdispatchError
 from .job import Job
 from .predictors import Predictor, resolve_predictor
 from .records import SimulationResult
-from .snapshot import Decision, Snapshot, Start
+from .snapshot import Decision, PlacementReport, Snapshot, Start
 from .system import System
 from .workloads import load_workload, scale_arrivals
 from .workloads.base import Workload
@@ -108,8 +108,12 @@ class Result:
 
         from .outputs import DECISION_COLUMNS
 
+        def stage2(s: PlacementReport | None) -> tuple[object, ...]:
+            return (None, None, None, None) if s is None else (s.status, s.ms, s.variables, s.gained)
+
         return pd.DataFrame([(d.time, d.queued, d.running, d.started, d.wall_ms, d.cpu_ms, d.status, d.variables,
-                              d.constraints, d.objective) for d in self.raw.decisions], columns=DECISION_COLUMNS)
+                              d.constraints, d.objective, *stage2(d.stage2)) for d in self.raw.decisions],
+                            columns=DECISION_COLUMNS)
 
     def save(self, out: str | Path, *, parquet: bool = False, plots: bool = False) -> Path:
         """Write schedule.csv, decisions.csv and summary.json into `out` (as the CLI does);
@@ -144,10 +148,11 @@ def simulate(
     charge_dispatch_time: bool = False,
     progress: bool | None = False,
     record_instances: str | Path | None = None,
+    room: bool = True,
 ) -> Result:
     """Replay `jobs` on `system` under `dispatcher` (with `options`, as typed values or the
     strings the CLI takes) and `predictor`. Every job ends completed, killed or rejected with a
-    reason. An exception raised by the dispatcher or the predictor propagates, with a note giving
+    reason. `room`: measure the room another placement would give (summary["room"]). An exception raised by the dispatcher or the predictor propagates, with a note giving
     the simulated time and the jobs concerned."""
     from . import recorded
     from .simulator import SimOptions
@@ -161,7 +166,7 @@ def simulate(
         raw = recorded.replay_recorded(system, workload, kill_at_walltime)
     else:
         disp = resolve_dispatcher(dispatcher, dict(options or {}), seed=seed)
-        sim_opts = SimOptions(kill_at_walltime, charge_dispatch_time, progress)
+        sim_opts = SimOptions(kill_at_walltime, charge_dispatch_time, progress, room)
         raw = _run(system, workload, disp, resolve_predictor(predictor), sim_opts, record_instances)
     if isinstance(dispatcher, str):
         raw.dispatcher = dispatcher  # the name the user typed (an alias such as hcp19 stays hcp19)

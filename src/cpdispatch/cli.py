@@ -48,6 +48,7 @@ def run_simulation(
     record_instances: str | None = None,
     progress: bool | None = None,
     plots: bool = True,
+    room: bool = True,
 ) -> dict[str, Any]:
     """`cpdispatch simulate`: read the files, one `api.simulate` call, write the contract files;
     returns the summary and the raw result. The summary's `call` says how to repeat it in Python.
@@ -62,7 +63,7 @@ def run_simulation(
         result = api.simulate(
             system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
             kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
-            record_instances=record_instances,
+            record_instances=record_instances, room=room,
         )
         if out:
             result.save(out, plots=plots and not result.raw.interrupted)
@@ -116,7 +117,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         fmt=args.format, options=options, limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
         load_factor=args.load_factor, kill_at_walltime=args.kill_at_walltime,
         charge_dispatch_time=args.charge_dispatch_time, strict=args.strict, record_instances=args.record_instances,
-        progress=False if args.no_progress else None, plots=not args.no_plots,
+        progress=False if args.no_progress else None, plots=not args.no_plots, room=not args.no_room,
     )
     summary = run["summary"]
     print(format_table([summary]))
@@ -166,9 +167,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise CpdispatchError("--jobs must be at least 1")
     check_out_file(args.out, overwrite=args.overwrite, flag="--out")
-    workload = generate_eurora(args.jobs, args.seed)
+    workload = generate_eurora(args.jobs, args.seed, mix=args.mix)
     write_native(args.out, workload, load_system("eurora"))
-    print(f"{len(workload.jobs):,} Eurora-like jobs (seed {args.seed}) written to {args.out}")
+    mix = "" if args.mix == "eurora" else f", mix {args.mix}"
+    print(f"{len(workload.jobs):,} Eurora-like jobs (seed {args.seed}{mix}) written to {args.out}")
     return 0
 
 
@@ -460,6 +462,9 @@ def _add_simulate(sub: Any) -> None:
     s.add_argument("--charge-dispatch-time", action="store_true",
                    help="delay the starts by the dispatcher's wall time (as on a real system)")
     s.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    s.add_argument("--no-room", action="store_true",
+                   help="skip the room probe (summary.json 'room': would another placement of the jobs starting "
+                        "now let a queued job start earlier; one small model on some decisions)")
     s.add_argument("--record-instances", metavar="FILE.jsonl[.gz]", default=None,
                    help="save every dispatcher call's snapshot, for cpdispatch instances compare")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
@@ -487,6 +492,8 @@ def _add_tools(sub: Any) -> None:
     s.add_argument("kind", choices=["eurora"], help="generator (eurora: the 2014 paper's Eurora-like jobs)")
     s.add_argument("--jobs", type=int, required=True, help="number of jobs")
     s.add_argument("--seed", type=int, default=0, help="generator seed")
+    s.add_argument("--mix", default="eurora", choices=["eurora", "gpu-contended"],
+                   help="job mix (gpu-contended: GPUs offered at 0.9, GPU units of 4-12 cores)")
     s.add_argument("--out", required=True, help="native CSV file to write (.gz: compressed)")
     s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.set_defaults(func=cmd_generate)

@@ -158,10 +158,26 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "dispatch_cpu_ms_p99": _stat(cpu, "pct", 99),
         "dispatch_cpu_ms_max": _stat(cpu, "max"),
         "decision_status": dict(sorted(dstatus.items())),
+        **({"stage2": _stage2_summary(result)} if any(d.stage2 for d in result.decisions) else {}),
+        **({"room": dict(result.room)} if result.room is not None else {}),
         "sim_wall_s": float(result.sim_wall_s),
         "peak_rss_mb": float(result.peak_rss_mb),
         "options": dict(result.options),
         "notes": dict(result.notes),
+    }
+
+
+def _stage2_summary(result: SimulationResult) -> dict[str, Any]:
+    """The second stage's statuses (decisions per status), the queued jobs it let start earlier,
+    and its time inside the decisions that ran it."""
+    reports = [d.stage2 for d in result.decisions if d.stage2 is not None]
+    ms = np.fromiter((s.ms for s in reports), dtype=np.float64, count=len(reports))
+    return {
+        "status": dict(sorted(Counter(s.status for s in reports).items())),
+        "jobs_gained": sum(s.gained for s in reports),
+        "ms_mean": _stat(ms, "mean"),
+        "ms_p99": _stat(ms, "pct", 99),
+        "ms_max": _stat(ms, "max"),
     }
 
 

@@ -19,9 +19,11 @@ from .gcpause import no_gc
 from .metrics import summarize
 from .outputs_safety import replacing
 from .records import SimulationResult
+from .snapshot import PlacementReport
 
 DECISION_COLUMNS = ("time", "queued", "running", "started", "wall_ms", "cpu_ms", "status",
-                    "variables", "constraints", "objective")
+                    "variables", "constraints", "objective",
+                    "stage2", "stage2_ms", "stage2_variables", "stage2_gained")  # pcp20's second stage
 
 
 def schedule_columns(types: tuple[str, ...]) -> list[str]:
@@ -64,12 +66,18 @@ def write_schedule(result: SimulationResult, path: Path, chunk: int = 1 << 22) -
         f.writelines(lines)
 
 
+def _stage2_cells(s: PlacementReport | None) -> str:
+    if s is None:
+        return ",,,"
+    return f"{s.status},{s.ms:.3f},{'' if s.variables is None else s.variables},{s.gained}"
+
+
 def write_decisions(result: SimulationResult, path: Path) -> None:
     lines = [",".join(DECISION_COLUMNS) + "\n"]
     lines += [
         f"{d.time},{d.queued},{d.running},{d.started},{d.wall_ms:.3f},{d.cpu_ms:.3f},{_q(d.status)},"
         f"{'' if d.variables is None else d.variables},{'' if d.constraints is None else d.constraints},"
-        f"{'' if d.objective is None else d.objective}\n"
+        f"{'' if d.objective is None else d.objective},{_stage2_cells(d.stage2)}\n"
         for d in result.decisions
     ]
     with replacing(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as f:

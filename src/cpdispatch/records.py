@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import InputError
 from .job import Job
-from .snapshot import Allocation
+from .snapshot import Allocation, PlacementReport
 from .system import System
 
 
@@ -44,6 +44,7 @@ class DecisionRecord:
     variables: int | None = None
     constraints: int | None = None
     objective: float | None = None
+    stage2: PlacementReport | None = None  # what the dispatcher's placement stage did
 
 
 @dataclass
@@ -65,3 +66,5 @@ class SimulationResult:
     #: set when a signal stopped the run: {"signal", "simulated_time", "undecided"}; `records` then
     #: hold only the decided jobs (started ones still running at that time have status "running")
     interrupted: dict[str, Any] | None = None
+    #: the room probe's counts (`simulator.room.RoomProbe.summary`); None when it was off
+    room: dict[str, Any] | None = None

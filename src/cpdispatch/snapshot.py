@@ -216,13 +216,31 @@ class Start:
     nodes: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class PlacementReport:
+    """What a placement stage did in one decision (pcp20's second stage, or the simulator's room
+    probe): a short `status` ("moved" when a different placement of the jobs starting now lets a
+    queued job start earlier), its wall time, its model's size (None: no model was built), and how
+    many queued jobs start earlier with that placement (`gained`)."""
+
+    status: str
+    ms: float
+    variables: int | None = None
+    gained: int = 0
+
+    @property
+    def room(self) -> bool:
+        return self.status == "moved"
+
+
 @dataclass(frozen=True)
 class Decision:
     """The jobs to start now, plus what the dispatcher wants recorded about how it decided.
 
     `status` is a short word for decisions.csv (e.g. heuristic, optimal, feasible, fastpath,
     fallback); solver fields stay None for non-CP dispatchers. `plan` optionally gives the planned
-    start time of other queued jobs (absolute times), for reports and the Slurm adapter.
+    start time of other queued jobs (absolute times), for reports and the Slurm adapter. `stage2`
+    says what a second, placement-only stage did (pcp20), if the dispatcher has one.
     """
 
     starts: tuple[Start, ...] = ()
@@ -231,3 +249,4 @@ class Decision:
     constraints: int | None = None
     objective: float | None = None
     plan: Mapping[str, int] = field(default_factory=dict)
+    stage2: PlacementReport | None = None

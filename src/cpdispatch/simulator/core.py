@@ -32,6 +32,7 @@ from .accounting import Ledger
 from .clock import STALL_ATTEMPTS, EventClock
 from .cluster import Cluster
 from .logged import Logged
+from .room import RoomProbe
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class SimOptions:
     kill_at_walltime: bool = False
     charge_dispatch_time: bool = False
     progress: bool | None = None  # None: a progress bar only on a terminal
+    room: bool = True  # measure the room a different placement would give (`room.RoomProbe`)
 
 
 SnapshotHook = Callable[[Snapshot, Decision, float], None]
@@ -70,6 +72,7 @@ class Simulator:
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
         self._fit_cache: dict[tuple[int, ...], int] = {}
+        self.room = RoomProbe() if self.options.room else None
 
     # -- events -------------------------------------------------------------------------------
 
@@ -127,6 +130,8 @@ class Simulator:
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         if self.on_decision is not None:
             self.on_decision(snap, decision, wall)
+        if self.room is not None:
+            self.room.observe(snap, decision)
         n_queued, n_running = len(queued), len(snap.running)
         del snap, queued  # unless someone keeps the view, it needs no copy when the queue changes
         start_at = now
@@ -138,7 +143,7 @@ class Simulator:
         started = self._apply(decision.starts, now, start_at) if decision.starts else 0
         self.ledger.decisions.append(DecisionRecord(
             now, n_queued, n_running, started, wall * 1e3, cpu * 1e3,
-            decision.status, decision.variables, decision.constraints, decision.objective,
+            decision.status, decision.variables, decision.constraints, decision.objective, decision.stage2,
         ))
         return start_at
 
@@ -190,9 +195,11 @@ class Simulator:
             **asdict(self.options),
             "dispatcher_options": {o.name: getattr(self.dispatcher, o.name) for o in self.dispatcher.options},
         }
-        return self.ledger.result(
+        result = self.ledger.result(
             self.system, self.dispatcher.name, self.predictor.name, options, time.perf_counter() - t0
         )
+        result.room = self.room.summary() if self.room is not None else None
+        return result
 
     def _reject_stalled(self) -> None:
         reason = (f"dispatcher {self.dispatcher.name} started nothing on an idle system "

@@ -44,7 +44,7 @@ from ... import interrupt
 from ...allocators import best_fit, get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
-from ...snapshot import Decision, QueuedJob, Snapshot, Start
+from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
 from ...system import units_fitting
 from ..base import Dispatcher, Option
 from ..pbs import EWT_PRESETS, parse_ewt
@@ -316,13 +316,21 @@ class CpDispatcher(Dispatcher):
             return Decision(status=out.status, variables=variables, constraints=constraints)
         # with blocked jobs in the model, its placement accounts for them: keep it
         starts, dropped = extract_starts(snapshot, inst, out.plan, self.reallocate and not self.blocked)
+        starts, stage2 = self.refine(snapshot, ordered, starts)
         status = out.status if not dropped else f"{out.status}:dropped={dropped}"
         later = {j: inst.time + s for j, s in out.plan.starts.items() if s > 0}
         return Decision(
             starts=starts, status=status, variables=variables, constraints=constraints,
             objective=float(out.objective) if out.objective is not None else None,
-            plan=later,
+            plan=later, stage2=stage2,
         )
+
+    def refine(
+        self, snapshot: Snapshot, ordered: list[QueuedJob], starts: tuple[Start, ...]
+    ) -> tuple[tuple[Start, ...], PlacementReport | None]:
+        """A second stage that may move the jobs starting now to other nodes (never start others):
+        none here; pcp20 has one."""
+        return starts, None
 
     def optimise(self, inst: Instance) -> Outcome:
         """The greedy plan, improved by the solver when it can. Only the solver's own outcomes (no

@@ -112,6 +112,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...allocators import waste as allocation_waste
+from ...errors import CpdispatchError
+from ...snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...system import System
 from ..base import Option, registered
 from . import objectives
@@ -284,6 +286,93 @@ class Fold:
     den: int
 
 
+@dataclass(frozen=True)
+class Reductions:
+    """The exact reductions of a model (module docstring): types left out (dominated, or folded
+    into another type), the folds, and the fluid types."""
+
+    dropped: frozenset[int]
+    folds: tuple[Fold, ...]
+    fluid: frozenset[int]
+
+    def request(self, req: tuple[int, ...]) -> tuple[int, ...]:
+        """A per-unit request on the modelled types."""
+        return tuple(0 if t in self.dropped else a for t, a in enumerate(req)) if self.dropped else req
+
+    def placement_free(self, reqs: Sequence[tuple[int, ...]]) -> bool:
+        """Whether every unit of these requests is fluid or asks for nothing modelled: then where
+        the units go cannot change when anything fits (the cumulative is exact on fluid types)."""
+        return all(not any(q) or (sum(1 for a in q if a) == 1 and max(q) == 1 and q.index(1) in self.fluid)
+                   for q in map(self.request, reqs))
+
+
+def reductions_of(
+    axes: Axes, queued: Sequence[tuple[int, ...]], running: Sequence[tuple[int, ...]], drop: bool = True,
+    fluid: bool = True,
+) -> Reductions:
+    """The reductions of a model of queued units asking `queued` beside running units asking
+    `running` (per-unit requests); `drop` and `fluid` switch them (both: the default)."""
+    dropped = _dominated_types(axes, set(queued) | set(running)) if drop else frozenset()
+    folds = _folds(axes, {tuple(0 if t in dropped else a for t, a in enumerate(q)) for q in queued},
+                   dropped) if drop else ()
+    dropped |= {f.r for f in folds}
+    red = Reductions(dropped, folds, frozenset())
+    if not fluid:
+        return red
+    is_fluid: dict[int, bool] = {}
+    for req in map(red.request, queued):
+        types = [t for t, a in enumerate(req) if a > 0]
+        single = len(types) == 1 and req[types[0]] == 1
+        for t in types:
+            is_fluid[t] = is_fluid.get(t, True) and single
+    return Reductions(dropped, folds, frozenset(t for t, ok in is_fluid.items() if ok))
+
+
+def _dominated_types(axes: Axes, reqs: set[tuple[int, ...]]) -> frozenset[int]:
+    """Types r that can never bind: every unit (queued or running) asking for r also asks for
+    some kept type c, with a_r / a_c <= cap_r(k) / cap_c(k) on every node k. Then any set of
+    units within a node's capacity of c is within its capacity of r, and r is left out."""
+    cap = np.array([b.cap for b in axes.blocks], dtype=np.int64).reshape(-1, axes.capacity.shape[1])
+    dropped: set[int] = set()
+    for r in range(cap.shape[1]):
+        users = np.array([q for q in reqs if q[r] > 0], dtype=np.int64).reshape(-1, cap.shape[1])
+        if not len(users):
+            continue
+        for c in range(cap.shape[1]):
+            if c == r or c in dropped or (users[:, c] == 0).any():
+                continue
+            if (users[:, r, None] * cap[None, :, c] <= cap[None, :, r] * users[:, c, None]).all():
+                dropped.add(r)
+                break
+    return frozenset(dropped)
+
+
+def _folds(axes: Axes, reqs: set[tuple[int, ...]], dropped: frozenset[int]) -> tuple[Fold, ...]:
+    """Types r whose queued units (`reqs`, dominated types dropped) all ask for r in one fixed
+    proportion to another type c (and for c whenever for r): r is folded into c (`Fold`), whatever
+    the running jobs hold. c is the type with the smaller amounts (cores rather than MB), so that
+    c can become fluid. Exact: the running jobs' r-usage becomes effective c-usage per node."""
+    folds: list[Fold] = []
+    gone = set(dropped)
+    targets: set[int] = set()  # one fold per target: two would each withhold their own share of c
+    n_types = axes.capacity.shape[1]
+    for r in range(n_types):
+        users = [q for q in reqs if q[r] > 0]
+        if r in gone or r in targets or not users:
+            continue
+        for c in range(n_types):
+            if c == r or c in gone or c in targets or any((q[c] > 0) != (q[r] > 0) for q in reqs):
+                continue
+            num, den = users[0][r], users[0][c]
+            if num >= den and all(q[r] * den == q[c] * num for q in users):
+                g = math.gcd(num, den)
+                folds.append(Fold(r, c, num // g, den // g))
+                gone.add(r)
+                targets.add(c)
+                break
+    return tuple(folds)
+
+
 def running_usage(instance: Instance, axes: Axes, folds: Sequence[Fold] = ()) -> RunningUsage:
     """Per (running job, node): its usage, remaining time (>= 1) and stacked position; with
     `folds`, per node the effective rows of each folded type (`_fold_rows`) instead."""
@@ -425,10 +514,10 @@ class Pcp20Model(BuiltModel):
         self.walls: list[cp_model.IntVar] = []  # see `add_no_overlap_2d`
         self.running_intervals = 0  # fixed [0, remaining) intervals: one constraint each in the proto
         self.hint_complete = False
-        self.dropped_types = self._dominated_types() if drop_dominated else frozenset()
-        self.folds = self._folds() if drop_dominated else ()
-        self.dropped_types |= {f.r for f in self.folds}
-        self.fluid_types = self._fluid_types() if fluid else frozenset()
+        red = reductions_of(self.axes, [j.req for j in instance.jobs],
+                            [r.req for r in instance.running if r.alloc.nodes], drop_dominated, fluid)
+        self.reductions = red
+        self.dropped_types, self.folds, self.fluid_types = red.dropped, red.folds, red.fluid
         if max_units > 0:
             self._check_size(max_units)
         self.running = running_usage(instance, self.axes, self.folds)
@@ -445,53 +534,7 @@ class Pcp20Model(BuiltModel):
 
     def _request(self, job: CpJob) -> tuple[int, ...]:
         """The job's per-unit request on the modelled types (dominated types dropped)."""
-        if not self.dropped_types:
-            return job.req
-        return tuple(0 if t in self.dropped_types else a for t, a in enumerate(job.req))
-
-    def _dominated_types(self) -> frozenset[int]:
-        """Types r that can never bind: every unit (queued or running) asking for r also asks for
-        some kept type c, with a_r / a_c <= cap_r(k) / cap_c(k) on every node k. Then any set of
-        units within a node's capacity of c is within its capacity of r, and r is left out."""
-        cap = np.array([b.cap for b in self.axes.blocks], dtype=np.int64).reshape(-1, self.axes.capacity.shape[1])
-        reqs = {j.req for j in self.instance.jobs} | {r.req for r in self.instance.running if r.alloc.nodes}
-        dropped: set[int] = set()
-        for r in range(cap.shape[1]):
-            users = np.array([q for q in reqs if q[r] > 0], dtype=np.int64).reshape(-1, cap.shape[1])
-            if not len(users):
-                continue
-            for c in range(cap.shape[1]):
-                if c == r or c in dropped or (users[:, c] == 0).any():
-                    continue
-                if (users[:, r, None] * cap[None, :, c] <= cap[None, :, r] * users[:, c, None]).all():
-                    dropped.add(r)
-                    break
-        return frozenset(dropped)
-
-    def _folds(self) -> tuple[Fold, ...]:
-        """Types r whose queued units all ask for r in one fixed proportion to another type c (and
-        for c whenever for r): r is folded into c (`Fold`), whatever the running jobs hold. c is
-        the type with the smaller amounts (cores rather than MB), so that c can become fluid.
-        Exact: the running jobs' r-usage becomes effective c-usage per node."""
-        folds: list[Fold] = []
-        gone = set(self.dropped_types)
-        targets: set[int] = set()  # one fold per target: two would each withhold their own share of c
-        reqs = {self._request(j) for j in self.instance.jobs}
-        for r in range(len(self.instance.system.types)):
-            users = [q for q in reqs if q[r] > 0]
-            if r in gone or r in targets or not users:
-                continue
-            for c in range(len(self.instance.system.types)):
-                if c == r or c in gone or c in targets or any((q[c] > 0) != (q[r] > 0) for q in reqs):
-                    continue
-                num, den = users[0][r], users[0][c]
-                if num >= den and all(q[r] * den == q[c] * num for q in users):
-                    g = math.gcd(num, den)
-                    folds.append(Fold(r, c, num // g, den // g))
-                    gone.add(r)
-                    targets.add(c)
-                    break
-        return tuple(folds)
+        return self.reductions.request(job.req)
 
     def _check_size(self, max_units: int) -> None:
         """Raise `ModelTooLarge` if more than `max_units` units would get positions."""
@@ -503,17 +546,6 @@ class Pcp20Model(BuiltModel):
                 units += job.units
         if units > max_units:
             raise ModelTooLarge(f"{units} units with positions (max_units={max_units})")
-
-    def _fluid_types(self) -> frozenset[int]:
-        """Types on which every requesting queued job has units of exactly 1 of that type alone."""
-        fluid: dict[int, bool] = {}
-        for job in self.instance.jobs:
-            req = self._request(job)
-            types = [t for t, a in enumerate(req) if a > 0]
-            single = len(types) == 1 and req[types[0]] == 1
-            for t in types:
-                fluid[t] = fluid.get(t, True) and single
-        return frozenset(t for t, ok in fluid.items() if ok)
 
     def _build_jobs(self) -> None:
         m, h = self.model, self.instance.horizon
@@ -966,6 +998,9 @@ class Pcp20Dispatcher(CpDispatcher):
                                    "NoOverlap2D on 1-unit types (false: the paper's model)"),
         Option("max_units", 128, "most units with positions in a model, else the greedy plan (0: no limit)"),
         Option("max_running_boxes", 0, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
+        Option("stage2", 4, "second stage: re-place the jobs starting now, in a model with this many of the "
+                            "queued jobs that do not start, when that lets one start earlier (0: off)"),
+        Option("stage2_budget", 0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)"),
     )
 
     all_different: bool
@@ -974,6 +1009,29 @@ class Pcp20Dispatcher(CpDispatcher):
     reductions: bool
     max_units: int
     max_running_boxes: int
+    stage2: int
+    stage2_budget: float
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        from .placement import SecondStage  # the stage builds this module's model
+
+        if self.stage2 < 0 or self.stage2_budget <= 0:
+            raise CpdispatchError(f"dispatcher {self.name}: stage2 must be >= 0 and stage2_budget > 0")
+        self._stage2 = SecondStage(self, self.stage2, self.stage2_budget, self.fast_conflicts, self.reductions)
+
+    def refine(
+        self, snapshot: Snapshot, ordered: list[QueuedJob], starts: tuple[Start, ...]
+    ) -> tuple[tuple[Start, ...], PlacementReport | None]:
+        if not self.stage2:
+            return starts, None
+        return self._stage2(snapshot, ordered, starts)
+
+    def placement_room(self, snapshot: Snapshot, starts: tuple[Start, ...]) -> PlacementReport:
+        """Whether the second stage would move `starts` (decided by any dispatcher) so that one of
+        the queued jobs starts earlier; nothing is enacted (the simulator's room probe)."""
+        self._alloc.observe(snapshot)
+        return self._stage2(snapshot, self.order(snapshot), starts)[1]
 
     def build(self, instance: Instance) -> BuiltModel:
         return Pcp20Model(

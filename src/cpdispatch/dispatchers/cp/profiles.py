@@ -53,6 +53,7 @@ PAPER_BY_DISPATCHER: dict[str, dict[str, Any]] = {
         "reductions": False,  # the paper's model: no dropped, folded or fluid types
         "max_units": 0,  # no size guard
         "max_running_boxes": 0,
+        "stage2": 0,  # the second stage is ours
     },
     "pcp": _PCP19_FAMILY,
     "pcp1": _PCP19_FAMILY,

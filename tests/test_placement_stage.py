@@ -1,0 +1,86 @@
+"""pcp20's second stage (dispatchers/cp/placement.py) and the simulator's room probe: golden cases
+checked by hand, and the probe's counts on a generated run."""
+
+from __future__ import annotations
+
+import cpdispatch as cpd
+from cpdispatch.dispatchers import make_dispatcher
+from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
+from cpdispatch.snapshot import RunningJob, Start
+from cpdispatch.validate import schedule_errors
+
+from .helpers import job, on, snapshot, system
+
+# node 0: a GPU node (4 cores, 1 GPU); node 1: a CPU node (4 cores)
+TWO = system(("gpu", 1, {"core": 4, "gpu": 1}), ("cpu", 1, {"core": 4, "gpu": 0}))
+
+
+def gpu_case() -> tuple[cpd.Snapshot, Pcp20Dispatcher]:
+    """A job R holds node 0's GPU and a core until t=100. A (2 cores, 1,000 s) fits now on either
+    node; B (4 cores + 1 GPU) fits on node 0 only once R has ended, and then only if A is not
+    there: A on node 0 delays B to t=1,000, A on node 1 lets it start at t=100."""
+    running = (RunningJob(job("R", 0, 200, req=(1, 1)), 0, 200, on(0)),)
+    a, b = job("A", 50, 1000, req=(2, 0)), job("B", 60, 100, req=(4, 1))
+    return snapshot(TWO, [(a, 1000), (b, 100)], running, now=100), Pcp20Dispatcher(allocator="best-fit")
+
+
+def test_the_second_stage_moves_a_start_that_delays_a_queued_gpu_job() -> None:
+    snap, d = gpu_case()
+    starts, report = d.refine(snap, d.order(snap), (Start("A", (0,)),))
+    assert starts == (Start("A", (1,)),)  # the same job, now on the CPU node
+    assert report.status == "moved" and report.gained == 1 and report.room
+    assert report.variables is not None and report.ms > 0
+
+
+def test_the_second_stage_keeps_a_placement_that_delays_no_one() -> None:
+    snap, d = gpu_case()
+    starts, report = d.refine(snap, d.order(snap), (Start("A", (1,)),))
+    assert starts == (Start("A", (1,)),)
+    assert report.status == "no-room" and not report.room and report.gained == 0
+
+
+def test_the_second_stage_never_changes_which_jobs_start() -> None:
+    """Through a whole decision, with the best-fit first stage that puts A on the fuller node 0:
+    the decision starts A alone, on node 1, and says so."""
+    snap, d = gpu_case()
+    decision = d.decide(snap)
+    assert [s.job_id for s in decision.starts] == ["A"]
+    assert decision.starts[0].nodes == (1,)
+    assert decision.stage2 is not None and decision.stage2.status == "moved"
+    off = Pcp20Dispatcher(allocator="best-fit", stage2=0).decide(snap)
+    assert [s.job_id for s in off.starts] == ["A"] and off.stage2 is None
+
+
+def test_nothing_to_do_and_fluid_cases_exit_without_a_model() -> None:
+    snap, d = gpu_case()
+    _, report = d.refine(snap, d.order(snap), ())
+    assert report.status == "none" and report.variables is None
+    cores = system(("n", 3, {"core": 4}))  # one type, units of one core: the cumulative is exact
+    snap = snapshot(cores, [(job("a", 0, 10, units=3), 10), (job("b", 0, 10, units=12), 10)], now=5)
+    d = Pcp20Dispatcher()
+    _, report = d.refine(snap, d.order(snap), (Start("a", (0, 0, 1)),))
+    assert report.status == "fluid" and report.variables is None
+
+
+def test_the_paper_profile_has_no_second_stage() -> None:
+    assert make_dispatcher("pcp20", {"profile": "paper"}).stage2 == 0  # type: ignore[attr-defined]
+
+
+def test_the_room_probe_counts_what_the_second_stage_would_move() -> None:
+    """The probe asks pcp20's second stage about any dispatcher's starts: a run with a best-fit
+    dispatcher on a GPU-contended mix is valid, asks about its decisions with a queue, and
+    reports its counts in the summary; pcp20 answers for itself."""
+    eurora = cpd.System.preset("eurora")
+    jobs = cpd.generate_eurora(150, seed=2, mix="gpu-contended")
+    fifo = cpd.simulate(eurora, jobs, "fifo", load_factor=6.0)
+    room = fifo.summary["room"]
+    assert room["source"] == "probe" and room["decisions"] > 0
+    assert 0 <= room["with_room"] <= room["decisions"] and room["jobs_gained"] >= room["with_room"]
+    assert not schedule_errors(fifo.raw)
+    pcp20 = cpd.simulate(eurora, jobs, "pcp20", load_factor=6.0)
+    assert pcp20.summary["room"]["source"] == "stage2"
+    stage2 = pcp20.summary["stage2"]
+    assert sum(stage2["status"].values()) == sum(1 for d in pcp20.raw.decisions if d.stage2 is not None)
+    assert not schedule_errors(pcp20.raw)
+    columns = list(pcp20.decisions.columns)
+    assert columns[-4:] == ["stage2", "stage2_ms", "stage2_variables", "stage2_gained"]
