@@ -152,8 +152,9 @@ def simulate(
 ) -> Result:
     """Replay `jobs` on `system` under `dispatcher` (with `options`, as typed values or the
     strings the CLI takes) and `predictor`. Every job ends completed, killed or rejected with a
-    reason. `room`: measure the room another placement would give (summary["room"]). An exception raised by the dispatcher or the predictor propagates, with a note giving
-    the simulated time and the jobs concerned."""
+    reason. `room`: measure the room another placement would give (summary["room"]). An exception
+    raised by the dispatcher or the predictor propagates, with a note giving the simulated time
+    and the jobs concerned."""
     from . import recorded
     from .simulator import SimOptions
 
