@@ -95,11 +95,15 @@ def blocked_case() -> tuple:
 @pytest.mark.parametrize("allocator", ["best-fit", "scarce-fit"])
 def test_blocked_jobs_in_the_model_change_pcp20s_placement(allocator: str) -> None:
     snap = blocked_case()
-    alone = make_dispatcher("pcp20", {"blocked": "0", "allocator": allocator}).decide(snap)
+    alone = make_dispatcher("pcp20", {"blocked": "0", "stage2": "0", "allocator": allocator}).decide(snap)
     assert started(alone) == {"X": (0,)}
-    joint = make_dispatcher("pcp20", {"blocked": "1", "allocator": allocator}).decide(snap)
+    joint = make_dispatcher("pcp20", {"blocked": "1", "stage2": "0", "allocator": allocator}).decide(snap)
     assert started(joint) == {"X": (1,)}
     assert joint.status in ("optimal", "feasible") and joint.plan == {"Y": snap.time + 10}
+    # the second stage (on by default) finds the same placement without Y in the first model
+    staged = make_dispatcher("pcp20", {"blocked": "0", "allocator": allocator}).decide(snap)
+    assert started(staged) == {"X": (1,)}
+    assert staged.stage2 is not None and staged.stage2.status == "moved" and staged.stage2.gained == 1
 
 
 def test_reallocate_enacts_the_demand_aware_placement_only_when_it_places_every_start() -> None:

@@ -11,12 +11,14 @@ from cpdispatch.job import Job
 from cpdispatch.metrics import summarize
 from cpdispatch.outputs import schedule_columns, write_outputs, write_schedule
 from cpdispatch.records import DecisionRecord, JobRecord, SimulationResult
+from cpdispatch.snapshot import PlacementReport
 
 from .test_metrics import empty_result, sample_result, two_nodes
 
 SCHEDULE_HEADER = ("job_id,user,submit,start,end,units,req_core,req_mem,walltime,runtime,predicted,"
                    "nodes,status,reason")
-DECISIONS_HEADER = "time,queued,running,started,wall_ms,cpu_ms,status,variables,constraints,objective"
+DECISIONS_HEADER = ("time,queued,running,started,wall_ms,cpu_ms,status,variables,constraints,objective,"
+                    "stage2,stage2_ms,stage2_variables,stage2_gained")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -54,10 +56,22 @@ def test_decision_rows(tmp_path: Path) -> None:
     assert len(rows) == 6
     assert rows[0] == {"time": "0", "queued": "1", "running": "0", "started": "1", "wall_ms": "1.000",
                        "cpu_ms": "0.500", "status": "heuristic", "variables": "", "constraints": "",
-                       "objective": ""}
+                       "objective": "", "stage2": "", "stage2_ms": "", "stage2_variables": "", "stage2_gained": ""}
     last = rows[-1]
     assert (last["wall_ms"], last["variables"], last["constraints"], last["objective"]) == (
         "12.346", "42", "17", "3.5")
+
+
+def test_decision_rows_with_a_second_stage(tmp_path: Path) -> None:
+    result = sample_result()
+    result.decisions[-1].stage2 = PlacementReport("moved", 2.34567, 120, 2)
+    result.decisions[-2].stage2 = PlacementReport("no-room", 0.5)
+    write_outputs(result, tmp_path)
+    rows = _rows(tmp_path / "decisions.csv")
+    assert [(r["stage2"], r["stage2_ms"], r["stage2_variables"], r["stage2_gained"]) for r in rows[-2:]] == [
+        ("no-room", "0.500", "", "0"), ("moved", "2.346", "120", "2")]
+    summary = summarize(result)
+    assert summary["stage2"]["status"] == {"moved": 1, "no-room": 1} and summary["stage2"]["jobs_gained"] == 2
 
 
 def test_summary_json(tmp_path: Path) -> None:
