@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
-"""Dispatchers on heterogeneous systems, with statistics over seeds (issue: scarce resources).
+"""Dispatchers on heterogeneous systems, with statistics over seeds (issue: placement that matters).
 
-For every workload x load factor x dispatcher (x allocator), simulates one generated workload per
-seed in parallel worker processes and prints mean wait, mean bounded slowdown (and its standard
-deviation over jobs), per-class mean waits (GPU / MIC / CPU-only jobs with the 95% confidence
-interval over seeds; short < 1 h / long run time, narrow = 1 unit / wide, as means over seeds),
-plus utilisation per type over the submit window.
+For every workload x load x dispatcher (x allocator), simulates one workload per seed in parallel
+worker processes and prints mean wait, mean bounded slowdown, per-class mean waits (GPU / MIC /
+CPU-only jobs with the 95% interval over seeds; short < 1 h / long, narrow = 1 unit / wide), the
+utilisation per type over the submit window, the decision time (mean, p99, max over the runs), the
+room a different placement of the jobs starting now would give (share of the decisions asked, from
+the simulator's probe or pcp20's second stage), and the **paired differences** of pcp20 minus
+every other dispatcher over the same seeds, with 95% t intervals (bold: the interval excludes 0).
 
-    python benchmarks/bench_hetero.py --json runs.json --plot fig.png   # the README's run (~65 min, 2 cores)
+    python benchmarks/bench_hetero.py --json runs.json --markdown   # the docs' run (see docs/heterogeneous.md)
     python benchmarks/bench_hetero.py --from-json runs.json --markdown  # its tables again, no simulation
-    python benchmarks/bench_hetero.py --seeds 3 --loads 2.0 --dispatchers easy,pcp20,pcp19,eurora14
+    python benchmarks/bench_hetero.py --seeds 3 --workloads gpu-contended --loads 1.5 --dispatchers hcp19,pcp20
 
-Workloads: `eurora` (the generator's default mix) and `eurora-gpu` (60% of the short jobs ask
-GPUs) on the `eurora` preset; `fat` (the default mix) on `systems/fat-accelerators.toml`, Eurora's
-totals with the GPUs on 16 fat nodes of 32 cores and the MICs on 8 nodes. "Own" allocator = each
-dispatcher's default; "shared" = the demand-aware best fit (`allocator=scarce-fit`) for every
-dispatcher, so that the model's contribution is isolated (a dispatcher whose default it already is
-is not run twice: its "own" runs are shown again).
+Workloads (`--loads` are load factors, except for alibaba: see below):
+  eurora         the generator's default mix on the `eurora` preset (GPUs offered at ~0.1)
+  gpu-contended  the generator's `gpu-contended` mix (GPUs offered at 0.9, GPU units of 4-12 cores)
+  alibaba        the Alibaba GPU trace v2023 on its node kinds with a 25th of the nodes (71 nodes);
+                 seed k is the k-th slice of `--jobs` consecutive pods, and the load is the GPU
+                 offered load the slice's arrivals are scaled to (a pod's run counted within the
+                 scaled submit span only: pods still running at the trace's end run for months)
+  eurora-gpu, fat  the earlier README runs (60% of short jobs on GPUs; GPUs on 16 fat nodes)
+"Own" allocator = each dispatcher's default; another name is given to every dispatcher.
 """
 
 from __future__ import annotations
@@ -35,13 +40,21 @@ from typing import Any
 
 import numpy as np
 
-#: the default set; pcp19 and eurora14 also run here, but take minutes per simulation
-DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
+#: the default set: pcp20 and what it is compared with (same allocator, its predecessor, no second stage)
+DISPATCHERS = ("hcp19", "pcp19", "pcp20@stage2=0", "pcp20")
+REFERENCE = "pcp20"
 FAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "systems", "fat-accelerators.toml")
-#: name -> (system, share of short jobs asking GPUs or None for the generator's mix)
-WORKLOADS: dict[str, tuple[str, float | None]] = {
-    "eurora": ("eurora", None), "eurora-gpu": ("eurora", 0.6), "fat": (FAT, None),
+#: generated workloads: name -> (system, share of short jobs asking GPUs or None, generator mix)
+WORKLOADS: dict[str, tuple[str, float | None, str]] = {
+    "eurora": ("eurora", None, "eurora"), "gpu-contended": ("eurora", None, "gpu-contended"),
+    "eurora-gpu": ("eurora", 0.6, "eurora"), "fat": (FAT, None, "eurora"),
 }
+ALIBABA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "workloads",
+                       "alibaba_gpu_v2023", "openb_pod_list_default.csv.gz")
+ALIBABA_DIVISOR = 25
+#: default loads per workload: three busy ones (load factors; alibaba: GPU offered loads)
+LOADS = {"eurora": "2.0,3.0,4.0", "gpu-contended": "2.0,3.0,4.0", "alibaba": "0.85,1.0,1.25",
+         "eurora-gpu": "1.5,2.25,3.0", "fat": "1.5,2.25,3.0"}
 #: t quantiles (two-sided 95%) for n - 1 degrees of freedom
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
        11: 2.20, 12: 2.18, 14: 2.14, 19: 2.09, 29: 2.05}
@@ -57,22 +70,44 @@ class Cell:
     jobs: int
 
 
+def workload_of(cell: Cell) -> tuple[Any, Any]:
+    """The system and the (load-scaled) workload of a cell."""
+    from cpdispatch.system import load_system
+    from cpdispatch.workloads import scale_arrivals
+    from cpdispatch.workloads.base import Workload
+    from cpdispatch.workloads.generator import generate_eurora
+
+    if cell.workload == "alibaba":
+        from cpdispatch.workloads.alibaba import read_alibaba, reduced_system
+
+        system = reduced_system(load_system("alibaba-gpu-2023"), ALIBABA_DIVISOR)
+        whole = read_alibaba(ALIBABA, system)
+        jobs = whole.jobs[cell.seed * cell.jobs:(cell.seed + 1) * cell.jobs]
+        if len(jobs) < cell.jobs:
+            raise SystemExit(f"alibaba: slice {cell.seed} of {cell.jobs} pods is past the trace's end")
+        gpu = system.type_index("gpu")
+        span = max(1, jobs[-1].submit - jobs[0].submit)
+        factor = 1.0
+        for _ in range(20):  # the offered load over the scaled span, a run counted within it only
+            scaled = span / factor
+            offered = sum(j.req[gpu] * min(j.runtime, scaled) for j in jobs) / (scaled * system.totals[gpu])
+            factor *= cell.load / offered
+        return system, scale_arrivals(Workload(f"{ALIBABA}[{cell.seed}]", jobs), factor)
+    system_name, gpu_share, mix = WORKLOADS[cell.workload]
+    workload = generate_eurora(cell.jobs, cell.seed, gpu_share=gpu_share, mix=mix)
+    return load_system(system_name), scale_arrivals(workload, cell.load)
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """One simulation; the per-job figures reduced to what the table needs."""
     from cpdispatch.dispatchers import make_dispatcher
-    from cpdispatch.metrics import BOUND_S
+    from cpdispatch.metrics import BOUND_S, summarize
     from cpdispatch.predictors import make_predictor
     from cpdispatch.simulator import SimOptions, simulate
-    from cpdispatch.system import load_system
     from cpdispatch.validate import schedule_errors
-    from cpdispatch.workloads import scale_arrivals
-    from cpdispatch.workloads.generator import generate_eurora
 
-    system_name, gpu_share = WORKLOADS[cell.workload]
-    system = load_system(system_name)
-    workload = generate_eurora(cell.jobs, cell.seed, gpu_share=gpu_share)
-    workload = scale_arrivals(workload, cell.load)
-    name, *pairs = cell.dispatcher.split("@")  # e.g. pcp20@blocked=2@allocator=best-fit
+    system, workload = workload_of(cell)
+    name, *pairs = cell.dispatcher.split("@")  # e.g. pcp20@stage2=0@allocator=best-fit
     options = dict(p.split("=", 1) for p in pairs)
     if cell.allocator != "own":
         options["allocator"] = cell.allocator
@@ -87,18 +122,22 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     wait = np.array([r.start - r.job.submit for r in started], dtype=float)
     run = np.array([r.end - r.start for r in started], dtype=float)
     bsld = np.maximum(1.0, (wait + run) / np.maximum(run, BOUND_S))
-    gpu, mic = system.type_index("gpu"), system.type_index("mic")
-    kind = np.array(["gpu" if r.job.req[gpu] else "mic" if r.job.req[mic] else "cpu" for r in started])
+    gpu = system.type_index("gpu")
+    mic = system.type_index("mic") if "mic" in system.types else None
+    kind = np.array(["gpu" if r.job.req[gpu] else "mic" if mic is not None and r.job.req[mic] else "cpu"
+                     for r in started])
     submits = [r.job.submit for r in result.records]
     lo, hi = min(submits), max(submits)
     util = {}
     for k, t in enumerate(system.types):
         used = sum(r.job.units * r.job.req[k] * max(0, min(r.end, hi) - max(r.start, lo)) for r in started)
         util[t] = used / max(1, (hi - lo) * system.totals[k])
+    summary = summarize(result)
     out: dict[str, Any] = {
         "wait": float(wait.mean()), "bsld": float(bsld.mean()), "bsld_sd": float(bsld.std()),
         "util": util, "wall_s": wall, "calls": len(result.decisions),
-        "ms_mean": sum(d.wall_ms for d in result.decisions) / max(1, len(result.decisions)),
+        "ms_mean": summary["dispatch_ms_mean"], "ms_p99": summary["dispatch_ms_p99"],
+        "ms_max": summary["dispatch_ms_max"], "room": summary.get("room"), "stage2": summary.get("stage2"),
     }
     units = np.array([r.job.units for r in started])
     classes = {"gpu": kind == "gpu", "mic": kind == "mic", "cpu": kind == "cpu",
@@ -145,31 +184,48 @@ def paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
     return mean_ci([x - y for x, y in zip(a, b)])
 
 
+#: the figures the paired differences are given for
+DIFF_KEYS = ("bsld", "wait_gpu", "wait")
+
+
+def room_share(runs: list[dict[str, Any]]) -> float:
+    """Share of the asked decisions (summed over the runs) where a different placement of the jobs
+    starting now lets a queued job start earlier."""
+    asked = sum(r["room"]["decisions"] for r in runs if r.get("room"))
+    return sum(r["room"]["with_room"] for r in runs if r.get("room")) / asked if asked else 0.0
+
+
+def versus(ref: list[dict[str, Any]], runs: list[dict[str, Any]], key: str) -> str:
+    """`key` of the reference minus that of `runs`, paired by seed: mean ± 95% half-width."""
+    m, h = paired_diff([r[key] for r in ref], [r[key] for r in runs])
+    digits = 2 if key == "bsld" else 0
+    return f"{key} {m:+.{digits}f}±{h:.{digits}f}{'*' if abs(m) > h else ''}"
+
+
 def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], path: str) -> None:
-    """One panel per workload (rows) and load (columns): the paired difference of mean wait to
-    pcp20 with its 95% interval, per dispatcher and allocator (> 0: pcp20 waits less; dark:
-    the interval excludes 0). fifo is left out: its waits are ten times the others'."""
+    """One panel per workload (rows) and load (columns, each workload its own): the paired
+    difference of mean bounded slowdown, the reference minus each dispatcher, with its 95% interval
+    (< 0: the reference is better; dark: the interval excludes 0)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     table = table_rows(groups)
-    loads = sorted({load for rows in table.values() for cols in rows.values() for load in cols})
-    fig, axes = plt.subplots(len(table), len(loads), figsize=(3.6 * len(loads), 3.2 * len(table)),
-                             squeeze=False, sharey="row")
+    width = max(len({x for cols in rows.values() for x in cols}) for rows in table.values())
+    fig, axes = plt.subplots(len(table), width, figsize=(3.6 * width, 3.2 * len(table)), squeeze=False)
     for row, (w, rows) in zip(axes, table.items()):
-        ref = rows.get(("pcp20", "own"), {})
-        labels = [(d, a) for d, a in rows if not d.startswith("fifo") and (d, a) != ("pcp20", "own")]
-        for ax, load in zip(row, loads):
-            stats = [paired_diff([r["wait"] for r in rows[k].get(load, [])], [r["wait"] for r in ref.get(load, [])])
+        ref = rows.get((REFERENCE, "own"), {})
+        labels = [k for k in rows if k != (REFERENCE, "own")]
+        for ax, load in zip(row, sorted({x for cols in rows.values() for x in cols})):
+            stats = [paired_diff([r["bsld"] for r in ref.get(load, [])], [r["bsld"] for r in rows[k].get(load, [])])
                      for k in labels]
             ax.barh(range(len(labels)), [m for m, _ in stats], xerr=[h for _, h in stats], capsize=2,
                     color=["tab:blue" if abs(m) > h else "lightsteelblue" for m, h in stats])
             ax.axvline(0, color="black", linewidth=0.8)
             ax.set_yticks(range(len(labels)), [d if a == "own" else f"{d} ({a})" for d, a in labels], fontsize=7)
-            ax.set_title(f"{w}, load x{load:g}", fontsize=9)
-            ax.set_xlabel("wait minus pcp20's [s]", fontsize=8)
+            ax.set_title(f"{w}, load {load:g}", fontsize=9)
+            ax.set_xlabel(f"bounded slowdown, {REFERENCE} minus it", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -191,8 +247,8 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
     """Every cell of the command line, in parallel; a dispatcher whose default allocator is the
     shared one is run once and reported under both."""
     cells = [
-        Cell(w, float(load), d, a, seed, args.jobs)
-        for w in args.workloads.split(",") for load in args.loads.split(",")
+        Cell(w, float(load), d, a, seed, args.pods if w == "alibaba" else args.jobs)
+        for w in args.workloads.split(",") for load in (args.loads or LOADS[w]).split(",")
         for a in args.allocators.split(",") for d in args.dispatchers.split(",")
         for seed in range(1, args.seeds + 1)
     ]
@@ -205,6 +261,8 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
         for done, fut in enumerate(as_completed(futures), 1):
             c = futures[fut]
             results[c] = fut.result()
+            if args.json and (done % 10 == 0 or done == len(todo)):  # a long run keeps what it has
+                save(args.json, results)
             print(f"[{done}/{len(todo)}] {c.workload} x{c.load} {c.dispatcher} ({c.allocator}) seed {c.seed}: "
                   f"{results[c]['wall_s']:.0f} s", file=sys.stderr, flush=True)
     print(f"{len(todo)} simulations of {args.jobs:,} jobs in {time.perf_counter() - t0:.0f} s "
@@ -213,49 +271,56 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
 
 
 def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]]) -> None:
-    """Per workload, one row per dispatcher and allocator, one column pair per load: mean wait with
-    its 95% interval and the paired difference to pcp20 (bold when the interval excludes 0), and
-    mean bounded slowdown with the same difference."""
+    """Per workload and load: the utilisation and room under the reference, then one row per
+    dispatcher: mean wait, bounded slowdown and GPU-job wait with their 95% intervals, the paired
+    differences of the reference minus it (bold when the interval excludes 0; < 0: the reference
+    is better), and the decision time (mean of the runs' means, largest p99 and max)."""
     by_workload = table_rows(groups)
 
-    def diff(runs: list[dict[str, Any]], ref: list[dict[str, Any]], key: str, digits: int) -> str:
-        m, h = paired_diff([r[key] for r in runs], [r[key] for r in ref])
-        text = f"{m:+.{digits}f} ± {h:.{digits}f}"
-        return f"**{text}**" if abs(m) > h else text
+    def cell(xs: list[float], digits: int) -> str:
+        m, h = mean_ci(xs)
+        return f"{m:,.{digits}f} ± {h:,.{digits}f}"
 
     for w, rows in by_workload.items():
-        loads = sorted({load for cols in rows.values() for load in cols})
-        print(f"\n{w}: mean wait [s] ± 95% interval (paired difference to pcp20) / mean bounded slowdown "
-              "(paired difference)\n")
-        print("| dispatcher | " + " | ".join(f"load {x:g}: wait | bsld" for x in loads) + " |")
-        print("|---|" + "---|---|" * len(loads))
-        for (d, alloc), cols in rows.items():
-            label = d if alloc == "own" else f"{d} -o allocator={alloc}"
-            cells = []
-            for load in loads:
-                runs, ref = cols.get(load, []), rows.get(("pcp20", "own"), {}).get(load, [])
-                m, h = mean_ci([r["wait"] for r in runs])
-                b, _ = mean_ci([r["bsld"] for r in runs])
-                same_seeds = ref and runs is not ref and len(runs) == len(ref)
-                cells.append(f"{m:,.0f} ± {h:,.0f}" + (f" ({diff(runs, ref, 'wait', 0)})" if same_seeds else ""))
-                cells.append(f"{b:.2f}" + (f" ({diff(runs, ref, 'bsld', 2)})" if same_seeds else ""))
-            print(f"| `{label}` | " + " | ".join(cells) + " |")
-        util = rows.get(("pcp20", "own")) or rows[next(iter(rows))]
-        print(f"\nutilisation over the submit window under {'pcp20' if ('pcp20', 'own') in rows else 'the first'}: "
-              + "; ".join(
-            f"load {x:g}: " + ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in runs):.0%}"
-                                        for t in runs[0]["util"]) for x, runs in sorted(util.items())))
+        ref_rows = rows.get((REFERENCE, "own"), {})
+        for load in sorted({x for cols in rows.values() for x in cols}):
+            ref = ref_rows.get(load, [])
+            basis = rows.get(("pcp20@stage2=0", "own"), {}).get(load) or ref
+            util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in ref):.0%}"
+                             for t in (ref[0]["util"] if ref else ()))
+            print(f"\n**{w}, load {load:g}** (utilisation under {REFERENCE}: {util}; room: {room_share(basis):.1%} "
+                  f"of the decisions asked{' under pcp20@stage2=0' if basis is not ref else ''})\n")
+            print(f"| dispatcher | wait s | bsld | GPU wait s | {REFERENCE} − it: bsld | GPU wait | wait | "
+                  "ms mean / p99 / max |")
+            print("|---|---|---|---|---|---|---|---|")
+            for (d, alloc), cols in rows.items():
+                runs = cols.get(load, [])
+                if not runs:
+                    continue
+                label = d if alloc == "own" else f"{d} -o allocator={alloc}"
+                diffs = ["", "", ""]
+                if ref and runs is not ref and len(runs) == len(ref):
+                    diffs = [_bold(versus(ref, runs, key).split(" ", 1)[1]) for key in DIFF_KEYS]
+                print(f"| `{label}` | {cell([r['wait'] for r in runs], 0)} | {cell([r['bsld'] for r in runs], 2)} | "
+                      f"{cell([r['wait_gpu'] for r in runs], 0)} | " + " | ".join(diffs) + " | "
+                      f"{statistics.fmean(r['ms_mean'] for r in runs):.1f} / {max(r['ms_p99'] for r in runs):.0f} / "
+                      f"{max(r['ms_max'] for r in runs):.0f} |")
+
+
+def _bold(text: str) -> str:
+    return f"**{text[:-1]}**" if text.endswith("*") else text
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=3000)
+    ap.add_argument("--jobs", type=int, default=1000, help="jobs per generated workload")
+    ap.add_argument("--pods", type=int, default=650, help="alibaba: pods per slice (seed k: the k-th slice)")
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--loads", default="1.5,2.25,3.0")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--loads", help="comma-separated (default: three busy loads per workload, see LOADS)")
+    ap.add_argument("--workloads", default="eurora,gpu-contended,alibaba")
     ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
                     help="comma-separated; options after @, e.g. pcp20@blocked=0@allocator=best-fit")
-    ap.add_argument("--allocators", default="own,scarce-fit", help="'own' and/or an allocator for all")
+    ap.add_argument("--allocators", default="own", help="'own' and/or an allocator for all")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--plot", help="write a figure (PNG): mean wait per dispatcher and cell, 95%% intervals")
@@ -283,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{ref_name}: {util})")
         print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
               f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
-              f"{'ms/call':>8} {'model starts':>12}")
+              f"{'ms/call':>8} {'p99':>7} {'max':>7} {'room':>6} {'model starts':>12}")
         for d, runs in by_disp.items():
             starts: dict[str, int] = {}
             for r in runs:
@@ -296,25 +361,27 @@ def main(argv: list[str] | None = None) -> int:
                   f"{fmt([r['wait_mic'] for r in runs]):>13} {fmt([r['wait_cpu'] for r in runs]):>13} "
                   + " ".join(f"{statistics.fmean(r.get(f'wait_{k}', math.nan) for r in runs):>9.0f}"
                              for k in ("short", "long", "narrow", "wide"))
-                  + f" {statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {model:>12.0%}")
-        if "pcp20" in by_disp:
-            ref = by_disp["pcp20"]
-            diffs = []
-            for d, runs in by_disp.items():
-                if d != "pcp20" and len(runs) == len(ref):
-                    mw, hw = paired_diff([r["wait"] for r in runs], [r["wait"] for r in ref])
-                    mb, hb = paired_diff([r["bsld"] for r in runs], [r["bsld"] for r in ref])
-                    diffs.append(f"{d} {mw:+.0f}±{hw:.0f} s / {mb:+.2f}±{hb:.2f}")
-            print("paired difference to pcp20 (wait / bsld; > 0: pcp20 better): " + "; ".join(diffs))
+                  + f" {statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {max(r['ms_p99'] for r in runs):>7.1f}"
+                  f" {max(r['ms_max'] for r in runs):>7.0f} {room_share(runs):>6.1%} {model:>12.0%}")
+        if REFERENCE in by_disp:
+            ref = by_disp[REFERENCE]
+            others = [(d, runs) for d, runs in by_disp.items() if d != REFERENCE and len(runs) == len(ref)]
+            print(f"paired differences, {REFERENCE} minus each (< 0: {REFERENCE} better; * the 95% interval "
+                  "excludes 0): " + "; ".join(f"{d}: " + ", ".join(versus(ref, runs, key) for key in DIFF_KEYS)
+                                              for d, runs in others))
         print()
     if args.markdown:
         markdown(groups)
     if args.plot:
         plot(groups, args.plot)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([{**c.__dict__, **r} for c, r in results.items()], fh, indent=1)
+        save(args.json, results)
     return 0
+
+
+def save(path: str, results: dict[Cell, dict[str, Any]]) -> None:
+    with open(path, "w") as fh:
+        json.dump([{**c.__dict__, **r} for c, r in results.items()], fh, indent=1)
 
 
 if __name__ == "__main__":
