@@ -9,15 +9,15 @@ room a different placement of the jobs starting now would give (share of the dec
 the simulator's probe or pcp20's second stage), and the **paired differences** of pcp20 minus
 every other dispatcher over the same seeds, with 95% t intervals (bold: the interval excludes 0).
 
-    python benchmarks/bench_hetero.py --json runs.json --markdown   # the docs' run (see docs/heterogeneous.md)
-    python benchmarks/bench_hetero.py --from-json runs.json --markdown  # its tables again, no simulation
+    python benchmarks/bench_hetero.py --json runs.json --markdown   # docs/heterogeneous.md's run (~40 min)
+    python benchmarks/bench_hetero.py --from-json runs.json --markdown  # the tables again
     python benchmarks/bench_hetero.py --seeds 3 --workloads gpu-contended --loads 1.5 --dispatchers hcp19,pcp20
 
 Workloads (`--loads` are load factors, except for alibaba: see below):
   eurora         the generator's default mix on the `eurora` preset (GPUs offered at ~0.1)
   gpu-contended  the generator's `gpu-contended` mix (GPUs offered at 0.9, GPU units of 4-12 cores)
   alibaba        the Alibaba GPU trace v2023 on its node kinds with a 25th of the nodes (71 nodes);
-                 seed k is the k-th slice of `--jobs` consecutive pods, and the load is the GPU
+                 seed k is the k-th slice of `--pods` consecutive pods, and the load is the GPU
                  offered load the slice's arrivals are scaled to (a pod's run counted within the
                  scaled submit span only: pods still running at the trace's end run for months)
   eurora-gpu, fat  the earlier README runs (60% of short jobs on GPUs; GPUs on 16 fat nodes)
@@ -52,8 +52,10 @@ WORKLOADS: dict[str, tuple[str, float | None, str]] = {
 ALIBABA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "workloads",
                        "alibaba_gpu_v2023", "openb_pod_list_default.csv.gz")
 ALIBABA_DIVISOR = 25
+#: default jobs per generated workload (the eurora mix needs 3,000 to be busy at these loads)
+JOBS = {"eurora": 3000, "gpu-contended": 1000, "eurora-gpu": 3000, "fat": 3000}
 #: default loads per workload: three busy ones (load factors; alibaba: GPU offered loads)
-LOADS = {"eurora": "2.0,3.0,4.0", "gpu-contended": "2.0,3.0,4.0", "alibaba": "0.85,1.0,1.25",
+LOADS = {"eurora": "1.5,2.25,3.0", "gpu-contended": "2.0,3.0,4.0", "alibaba": "0.85,1.0,1.25",
          "eurora-gpu": "1.5,2.25,3.0", "fat": "1.5,2.25,3.0"}
 #: t quantiles (two-sided 95%) for n - 1 degrees of freedom
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
@@ -247,7 +249,7 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
     """Every cell of the command line, in parallel; a dispatcher whose default allocator is the
     shared one is run once and reported under both."""
     cells = [
-        Cell(w, float(load), d, a, seed, args.pods if w == "alibaba" else args.jobs)
+        Cell(w, float(load), d, a, seed, args.pods if w == "alibaba" else args.jobs or JOBS[w])
         for w in args.workloads.split(",") for load in (args.loads or LOADS[w]).split(",")
         for a in args.allocators.split(",") for d in args.dispatchers.split(",")
         for seed in range(1, args.seeds + 1)
@@ -265,7 +267,8 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
                 save(args.json, results)
             print(f"[{done}/{len(todo)}] {c.workload} x{c.load} {c.dispatcher} ({c.allocator}) seed {c.seed}: "
                   f"{results[c]['wall_s']:.0f} s", file=sys.stderr, flush=True)
-    print(f"{len(todo)} simulations of {args.jobs:,} jobs in {time.perf_counter() - t0:.0f} s "
+    sizes = ", ".join(sorted({f"{c.workload} {c.jobs:,}" for c in cells}))
+    print(f"{len(todo)} simulations ({sizes} jobs) in {time.perf_counter() - t0:.0f} s "
           f"({args.seeds} seeds; 95% t intervals over seeds; predictor last2)\n")
     return {c: results[same.get(c, c)] for c in cells}  # table order
 
@@ -313,7 +316,7 @@ def _bold(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=1000, help="jobs per generated workload")
+    ap.add_argument("--jobs", type=int, help="jobs per generated workload (default: see JOBS)")
     ap.add_argument("--pods", type=int, default=650, help="alibaba: pods per slice (seed k: the k-th slice)")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--loads", help="comma-separated (default: three busy loads per workload, see LOADS)")
