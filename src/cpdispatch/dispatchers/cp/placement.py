@@ -103,8 +103,17 @@ class SecondStage:
             return starts, "none", None, 0
         fixed = {j: nodes for j, nodes in placed.items() if j not in movable}
         sub = _with_started(inst, [j for j in inst.jobs if j.id not in fixed], fixed)
+        hint = Plan({**{j: 0 for j in movable}, **current.starts}, {**movable, **current.nodes})
+        return self._replace(snapshot, starts, sub, movable, hint)
+
+    def _replace(
+        self, snapshot: Snapshot, starts: tuple[Start, ...], sub: Instance, movable: dict[str, tuple[int, ...]],
+        hint: Plan,
+    ) -> tuple[tuple[Start, ...], str, int | None, int]:
+        """The solves (module docstring, steps 2-4) over `sub`: the jobs of `movable` at start 0,
+        where they are in `hint`, and the queued jobs, as the hint plans them."""
         try:
-            model = d.build(sub)
+            model = self.d.build(sub)
         except ModelTooLarge:
             return starts, "too-large", None, 0
         assert isinstance(model, Pcp20Model)
@@ -112,8 +121,7 @@ class SecondStage:
             if jv.job.id in movable:
                 model.model.add(jv.start == 0)
         stay = _stay_literals(model, movable)
-        hint = Plan({**{j: 0 for j in movable}, **current.starts}, {**movable, **current.nodes})
-        kind = d.objective_kind
+        kind = self.d.objective_kind
         free = self._solve(model, hint)
         if free is None or plan_objective(kind, sub, free) >= plan_objective(kind, sub, hint):
             return starts, "kept", model.variables, 0
@@ -131,7 +139,7 @@ class SecondStage:
         moved = _enactable(snapshot, model, starts, best)
         if moved is None:  # cannot happen with a valid model; keep the first stage's placement
             return starts, "kept", model.variables, 0
-        gained = sum(1 for j in jobs if best.starts[j.id] < kept.starts[j.id])
+        gained = sum(1 for j in sub.jobs if j.id not in movable and best.starts[j.id] < kept.starts[j.id])
         return moved, "moved", model.variables, gained
 
     def _solve(self, model: Pcp20Model, hint: Plan) -> Plan | None:
