@@ -287,3 +287,17 @@ def test_shipped_campaigns_load_and_gpu_share_shapes_the_mix() -> None:
     mixes = {r["workload"]["label"]: build_workload(r) for r in hetero if r["replica"] == 1}
     gpu_jobs = {label: sum(1 for j in w.jobs if j.req[2] > 0) for label, w in mixes.items()}
     assert gpu_jobs["eurora-1500-gpu0.6"] > 1.3 * gpu_jobs["eurora-1500"]
+
+
+def test_a_generated_workload_takes_the_generators_mix(tmp_path: Path) -> None:
+    text = SMALL.replace('jobs = 60\nsystem = "eurora"', 'jobs = 60\nsystem = "eurora"\nmix = "gpu-contended"')
+    runs = load_campaign(_write(tmp_path, text)).runs
+    generated = next(r for r in runs if "generate" in r["workload"])
+    assert generated["workload"]["mix"] == "gpu-contended" and generated["workload"]["label"].endswith("-gpu-contended")
+    assert build_workload(generated).notes["generator"].endswith("mix='gpu-contended')")
+    plain = next(r for r in load_campaign(_write(tmp_path, name="d.toml")).runs if "generate" in r["workload"])
+    assert "mix" not in plain["workload"]  # the default mix leaves earlier campaigns' keys as they were
+    bad = SMALL.replace('jobs = 60\nsystem = "eurora"', 'jobs = 60\nsystem = "eurora"\nmix = "nope"')
+    with pytest.raises(InputError, match="unknown mix 'nope'") as exc:
+        load_campaign(_write(tmp_path, bad, name="e.toml"))
+    assert exc.value.field == "workloads[0].mix"

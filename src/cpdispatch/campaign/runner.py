@@ -56,7 +56,7 @@ def build_workload(settings: dict[str, Any]) -> Any:
 
     w = settings["workload"]
     if "generate" in w:
-        return generate_eurora(w["jobs"], settings["replica"], w.get("gpu_share"))
+        return generate_eurora(w["jobs"], settings["replica"], w.get("gpu_share"), w.get("mix", "eurora"))
     workload = _read(w["path"], w["system"], w["format"], w["limit_jobs"], w["skip_jobs"])
     jitter = settings["jitter"]
     if not jitter:

@@ -19,10 +19,11 @@ from typing import Any
 from ..errors import InputError
 from ..system import preset_names
 from ..workloads import LOAD_FACTOR_RANGE
+from ..workloads.generator import MIXES
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
             "kill_at_walltime", "profile")
-WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
+WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors")
 DISPATCHER_KEYS = ("name", "label", "options", "profile")
 GENERATORS = ("eurora",)
@@ -167,7 +168,7 @@ def _has_profile(name: str) -> bool:
 
 
 def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
-    """{generate, jobs, system, gpu_share} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
+    """{generate, jobs, system, gpu_share, mix} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
     the campaign file's folder becomes absolute (workers may run elsewhere on a shared file system)."""
     key = f"workloads[{i}]"
     if not isinstance(entry, dict):
@@ -189,7 +190,13 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
             if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
                 raise InputError(where, None, f"{key}.gpu_share", f"expected a number from 0 to 1, got {share!r}")
             out["gpu_share"] = float(share)
-        out["label"] = entry.get("label", f"{kind}-{jobs}" + (f"-gpu{share:g}" if share is not None else ""))
+        mix = entry.get("mix")
+        if mix is not None:  # the generator's job mix (generator.MIXES)
+            if mix not in MIXES:
+                raise InputError(where, None, f"{key}.mix", f"unknown mix {mix!r} (known: {', '.join(MIXES)})")
+            out["mix"] = mix
+        out["label"] = entry.get("label", f"{kind}-{jobs}" + (f"-gpu{share:g}" if share is not None else "")
+                                 + (f"-{mix}" if mix is not None else ""))
     else:
         path = Path(_str(where, f"{key}.path", entry["path"]))
         path = (path if path.is_absolute() else base / path).resolve()
