@@ -64,20 +64,14 @@ class RoomProbe:
 
 def _valid(snapshot: Snapshot, starts: tuple[Start, ...]) -> tuple[Start, ...]:
     """The starts the simulator will enact: each checked against what the earlier ones left."""
+    from ..dispatchers.cp.frontend import take
+
     wanted = {s.job_id for s in starts}
     jobs = {q.job.id: q.job for q in snapshot.queued if q.job.id in wanted}
     free = np.array(snapshot.free, dtype=np.int64)
     out: list[Start] = []
     for start in starts:
         job = jobs.pop(start.job_id, None)  # a job started twice: only its first start counts
-        if job is None or len(start.nodes) != job.units:
-            continue
-        nodes, counts = np.unique(np.asarray(start.nodes, dtype=np.int64), return_counts=True)
-        if nodes.size and (nodes.min() < 0 or nodes.max() >= free.shape[0]):
-            continue
-        need = counts[:, None] * np.asarray(job.req, dtype=np.int64)
-        if (free[nodes] < need).any():
-            continue
-        free[nodes] -= need
-        out.append(start)
+        if job is not None and take(free, start.nodes, job):  # type: ignore[arg-type]
+            out.append(start)
     return tuple(out)

@@ -37,6 +37,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
+from ...system import units_fitting
 from . import objectives
 from .frontend import CpDispatcher, take
 from .greedy import greedy_plan, plan_objective
@@ -87,11 +88,10 @@ class SecondStage:
         inst = d.instance(snapshot, s0 + rest)
         jobs = inst.jobs[len(s0):]
         placed = {s.job_id: s.nodes for s in starts}
-        usable = np.zeros(inst.system.capacity.shape[0], dtype=bool)
-        for job in jobs:
-            usable |= _hosts(inst.system.capacity, job.req)
-        movable = {j: nodes for j, nodes in placed.items()
-                   if usable[list(nodes)].any() and _elsewhere(inst, snapshot.free, j, nodes)}
+        cap = inst.system.capacity
+        usable = np.logical_or.reduce([units_fitting(cap, job.req) > 0 for job in jobs])
+        movable = {job.id: placed[job.id] for job in inst.jobs[:len(s0)]
+                   if usable[list(placed[job.id])].any() and _elsewhere(snapshot.free, job.req, placed[job.id])}
         if not movable:
             return starts, "no-room", None, 0
         without = Instance(inst.time, inst.system, jobs, inst.running, inst.free, inst.horizon, inst.weights)
@@ -161,18 +161,12 @@ def _with_started(inst: Instance, jobs: Sequence[CpJob], started: dict[str, tupl
     return Instance(inst.time, inst.system, tuple(jobs), tuple(running), free, inst.horizon, inst.weights)
 
 
-def _hosts(capacity: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
-    """The nodes that can host one unit asking `req`."""
-    return np.asarray((capacity >= np.asarray(req)).all(axis=1))
-
-
-def _elsewhere(inst: Instance, free: np.ndarray, job_id: str, nodes: tuple[int, ...]) -> bool:
-    """Whether a unit of the job could go on a node it does not use, in the amounts free before
-    any start (a necessary condition for another placement)."""
-    job = next(j for j in inst.jobs if j.id == job_id)
+def _elsewhere(free: np.ndarray, req: tuple[int, ...], nodes: tuple[int, ...]) -> bool:
+    """Whether a unit asking `req` could go on a node other than `nodes`, in the amounts free
+    before any start (a necessary condition for another placement)."""
     others = np.ones(free.shape[0], dtype=bool)
     others[list(nodes)] = False
-    return bool((free[others] >= np.asarray(job.req)).all(axis=1).any())
+    return bool((units_fitting(free[others], req) > 0).any())
 
 
 def _stay_literals(model: Pcp20Model, placed: dict[str, tuple[int, ...]]) -> list[cp_model.IntVar]:
