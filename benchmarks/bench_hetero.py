@@ -252,7 +252,7 @@ def simulate_cells(args: argparse.Namespace) -> dict[Cell, dict[str, Any]]:
         Cell(w, float(load), d, a, seed, args.pods if w == "alibaba" else args.jobs or JOBS[w])
         for w in args.workloads.split(",") for load in (args.loads or LOADS[w]).split(",")
         for a in args.allocators.split(",") for d in args.dispatchers.split(",")
-        for seed in range(1, args.seeds + 1)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
     ]
     same = {c: replace(c, allocator="own") for c in cells if c.allocator == default_allocator(c.dispatcher)}
     todo = [c for c in cells if c not in same]
@@ -319,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, help="jobs per generated workload (default: see JOBS)")
     ap.add_argument("--pods", type=int, default=650, help="alibaba: pods per slice (seed k: the k-th slice)")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + seeds - 1 "
+                    "(another set of seeds replicates a finding instead of re-reading the same data)")
     ap.add_argument("--loads", help="comma-separated (default: three busy loads per workload, see LOADS)")
     ap.add_argument("--workloads", default="eurora,gpu-contended,alibaba")
     ap.add_argument("--dispatchers", default=",".join(DISPATCHERS),
