@@ -17,6 +17,7 @@ import pytest
 
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.slurm import local_cluster
+from cpdispatch.slurm.failsafe import Lease, default_lease_file, write_lease
 from cpdispatch.slurm.hostlist import expand
 
 from .test_cli import cli
@@ -77,3 +78,11 @@ def completions(env: dict[str, str]) -> list[dict[str, Any]]:
         rec["nodes"] = expand(rec.get("NodeList"))
         out.append(rec)
     return out
+
+
+def lease(env: dict[str, str], mode: str, seconds: int = 3600) -> Path:
+    """Write the cluster's lease as a driver in `mode` would (closed: new jobs are held, whatever
+    the tests before left); returns its path."""
+    path = default_lease_file(env["SLURM_CONF"])
+    write_lease(path, Lease(int(time.time()), seconds, mode))
+    return path

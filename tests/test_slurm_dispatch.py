@@ -1,6 +1,7 @@
 """`cpdispatch slurm dispatch` on a real local Slurm cluster (4 nodes, 2 with GPUs): jobs run on
-exactly the nodes decided, a killed driver loses nothing and starts nothing twice, shadow mode
-sends no command; and the pieces (hostlists, requests, placement checks) on their own."""
+exactly the nodes decided; a killed driver fails open (or closed when asked), loses nothing and
+starts nothing twice; shadow mode sends no command; and the pieces (hostlists, requests,
+placement checks) on their own."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from cpdispatch.slurm.intents import read_journal
 from cpdispatch.slurm.state import Request, parse_gres, read_request
 from cpdispatch.system import NodeGroup, System
 
-from .slurm_helpers import completions, job, jobs, run, running_cluster, wait_for
+from .slurm_helpers import completions, job, jobs, lease, run, running_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +160,7 @@ def _check_ran_where_pinned(env: dict[str, str], ids: set[str], state: Path, out
 
 def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], tmp_path: Path) -> None:
     out, state = Path(cluster["SLURM_CONF"]).parent.parent / "fifty", tmp_path / "state"
+    lease(cluster, "closed")  # held until the driver comes (which then defers them: fail-open)
     kinds = _submit(cluster, out, 50, 2)
     ids = set(kinds)
     t0 = time.time()
@@ -187,32 +189,60 @@ def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], t
     assert live < 2 * makespan + 15  # Slurm starts released jobs on its 1-second ticks
 
 
-def test_killed_driver_loses_nothing_and_starts_nothing_twice(cluster: dict[str, str], tmp_path: Path) -> None:
-    out, state = Path(cluster["SLURM_CONF"]).parent.parent / "killed", tmp_path / "state"
-    ids = set(_submit(cluster, out, 30, 3))
-    first = _driver(cluster, state, "--dispatcher", "easy")
-    wait_for(lambda: sum(1 for j in jobs(cluster) if str(j["job_id"]) in ids and j["job_state"] == "RUNNING") >= 3,
-             60, "a few jobs running")
-    first.kill()  # SIGKILL: nothing of the driver survives but Slurm's state and the journal
-    first.communicate()
-    held = [j for j in jobs(cluster) if str(j["job_id"]) in ids and j["priority"] == 0]
-    assert held, "the kill came after every job was decided"
-    time.sleep(2)
-    assert all(j["priority"] == 0 for j in jobs(cluster) if str(j["job_id"]) in {str(h["job_id"]) for h in held})
-    second = _driver(cluster, state, "--dispatcher", "easy")
+def _running(env: dict[str, str], ids: set[str]) -> int:
+    return sum(1 for j in jobs(env) if str(j["job_id"]) in ids and j["job_state"] == "RUNNING")
+
+
+def test_a_dead_driver_fails_open_and_a_new_one_takes_over(cluster: dict[str, str], tmp_path: Path) -> None:
+    """SIGKILLed while jobs wait: once its lease is out, Slurm's own scheduler runs them; a
+    restarted driver dispatches the next jobs again; every job runs exactly once."""
+    out, state, seconds = Path(cluster["SLURM_CONF"]).parent.parent / "failopen", tmp_path / "state", 4
+    lease(cluster, "closed")  # submitted before any driver: held
+    first = set(_submit(cluster, out, 50, 3))
+    driver = _driver(cluster, state, "--dispatcher", "easy", "--lease", str(seconds))
+    wait_for(lambda: _running(cluster, first) >= 3, 60, "a few jobs running")
+    driver.kill()  # SIGKILL: nothing of the driver survives but Slurm's state and the journal
+    driver.communicate()
+    killed = time.time()
+    waiting = [j for j in jobs(cluster) if str(j["job_id"]) in first and j["job_state"] == "PENDING"]
+    assert waiting, "the kill came after every job was decided"
+    assert all(j["admin_comment"].startswith("cpdispatch:wait") and j["priority"] > 0 for j in waiting)
+    wait_for(lambda: _finished(cluster, first), seconds + 120, "the first 50 completed under Slurm's own scheduler")
+    by_slurm = [j for j in jobs(cluster) if str(j["job_id"]) in first
+                and j["admin_comment"].startswith("cpdispatch:wait")]  # never pinned: Slurm placed them
+    assert by_slurm and min(j["start_time"] for j in by_slurm) <= killed + seconds + 8  # 2-s scheduling passes
+    second = _driver(cluster, state, "--dispatcher", "easy", "--lease", str(seconds))
+    wait_for(lambda: (Path(cluster["SLURM_CONF"]).parent / "cpdispatch.lease").stat().st_mtime > killed + 1, 30,
+             "the new driver's lease")
+    following = set(_submit(cluster, out, 50, 1))
     try:
-        wait_for(lambda: _finished(cluster, ids), 180, "30 jobs completed")
+        wait_for(lambda: _finished(cluster, following), 180, "the next 50 completed")
     finally:
         second.send_signal(signal.SIGINT)
         second.communicate(timeout=30)
     assert second.returncode == 130
-    _check_ran_where_pinned(cluster, ids, state, out)
-    starts = [r for r in read_journal(state / "journal.jsonl") if r["kind"] == "start"]
-    assert len(starts) == 2  # both drivers wrote to the same journal
+    _check_ran_where_pinned(cluster, following, state, out)  # each once, where the new driver put it
+    done = [c["JobId"] for c in completions(cluster) if c["JobId"] in first | following]
+    assert sorted(done) == sorted(first | following)  # nothing ran twice
+    assert len([r for r in read_journal(state / "journal.jsonl") if r["kind"] == "start"]) == 2
+
+
+def test_fail_closed_starts_nothing_while_the_driver_is_dead(cluster: dict[str, str], tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    once = [sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--once", "--dispatcher", "fifo", "--state-dir",
+            str(state), "--lease", "3"]
+    assert subprocess.run([*once, "--fail-closed"], env=cluster, capture_output=True, check=False).returncode == 0
+    ids = set(_submit(cluster, tmp_path / "out", 5, 1))
+    time.sleep(3 + 5)  # the lease is long out, as is a scheduling pass
+    mine = [j for j in jobs(cluster) if str(j["job_id"]) in ids]
+    assert all(j["job_state"] == "PENDING" and j["priority"] == 0 for j in mine)
+    assert subprocess.run(once, env=cluster, capture_output=True, check=False).returncode == 0  # back, open
+    wait_for(lambda: _finished(cluster, ids), 60, "the held jobs completed once a driver came back")
 
 
 def test_shadow_sends_no_command(cluster: dict[str, str], tmp_path: Path) -> None:
     state = tmp_path / "state"
+    lease(cluster, "closed")
     ids = set(_submit(cluster, tmp_path / "out", 5, 1))
     code = subprocess.run([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--shadow", "--once",
                            "--dispatcher", "fifo", "--state-dir", str(state)], env=cluster, capture_output=True,
@@ -370,6 +400,7 @@ def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], 
     """A job whose dependency is unmet stays held; a released job Slurm cannot run where it is
     pinned (a GPU job on a CPU node, as a broken earlier driver might leave it) returns to the
     queue and then starts where it can run."""
+    lease(cluster, "closed")
     first = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3").stdout.strip()
     after = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", f"--dependency=afterok:{first}",
                 "--wrap", "true").stdout.strip()
@@ -382,8 +413,8 @@ def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], 
 
     def once() -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--once", "--dispatcher",
-                               "fifo", "--state-dir", str(state)], env=cluster, capture_output=True, text=True,
-                              check=False)
+                               "fifo", "--state-dir", str(state), "--fail-closed"], env=cluster, capture_output=True,
+                              text=True, check=False)
 
     wait_for(lambda: job(cluster, gpu_id)["state_reason"] != "None", 20, "Slurm's verdict on the bad pin")
     done = once()

@@ -1,5 +1,6 @@
-"""A real local Slurm cluster (`cpdispatch slurm local-cluster`): every job is held at submit,
-only root pins and releases it, and it then runs on exactly the chosen node with its fake GPUs."""
+"""A real local Slurm cluster (`cpdispatch slurm local-cluster`): before any driver every job is
+held at submit, only root pins and releases it, and it then runs on exactly the chosen node with
+its fake GPUs; under a driver's lease a job waits for it, and no user can fake or pull that."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .slurm_helpers import job, run, running_cluster
+from cpdispatch.slurm.failsafe import WAIT_TAG, read_lease
+
+from .slurm_helpers import job, lease, run, running_cluster
 from .test_cli import cli
 
 
@@ -31,6 +34,7 @@ def test_nodes_are_what_was_asked(cluster: dict[str, str]) -> None:
 
 
 def test_held_job_runs_where_root_pins_it(cluster: dict[str, str]) -> None:
+    lease(cluster, "closed")
     out = Path(cluster["SLURM_CONF"]).parent.parent / "job.out"
     submitted = run(cluster, "sbatch", "--parsable", "-t", "1", "-c", "1", "--gres=gpu:1", "-o", str(out),
                      "--wrap", "echo $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES")
@@ -53,6 +57,7 @@ def test_held_job_runs_where_root_pins_it(cluster: dict[str, str]) -> None:
 def test_a_user_cannot_release_or_repin(cluster: dict[str, str]) -> None:
     if shutil.which("runuser") is None:
         pytest.skip("runuser is needed to act as another user")
+    lease(cluster, "closed")
     submitted = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "true", user="nobody")
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.strip()
@@ -69,3 +74,24 @@ def test_bad_sizes_and_stop_without_a_cluster(tmp_path: Path) -> None:
     assert code == 2 and "gpu-nodes" in err
     code, _, err = cli("slurm", "local-cluster", "stop", "--conf", str(tmp_path / "etc" / "slurm.conf"))
     assert code == 2 and "not a cpdispatch local cluster" in err
+
+
+def test_a_user_can_neither_fake_the_lease_nor_escape_it(cluster: dict[str, str]) -> None:
+    if shutil.which("runuser") is None:
+        pytest.skip("runuser is needed to act as another user")
+    path = lease(cluster, "open", 120)
+    before = path.read_text()
+    assert run(cluster, "sh", "-c", f"echo '0 1 open' > {path}", user="nobody").returncode != 0  # a dead driver
+    assert run(cluster, "sh", "-c", f"echo '9999999999 1 open' > {path}", user="nobody").returncode != 0
+    assert run(cluster, "rm", "-f", str(path), user="nobody").returncode != 0
+    assert path.read_text() == before and read_lease(path) is not None
+    submitted = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "true", user="nobody")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    found = job(cluster, job_id)
+    assert found["admin_comment"] == WAIT_TAG and found["eligible_time"] > time.time() + 100  # waits for a driver
+    assert run(cluster, "scontrol", "update", f"JobId={job_id}", "StartTime=now", user="nobody").returncode != 0
+    time.sleep(3)  # past a scheduling pass
+    assert job(cluster, job_id)["job_state"] == "PENDING"
+    run(cluster, "scancel", job_id)
+    path.unlink()

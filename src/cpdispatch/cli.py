@@ -335,7 +335,7 @@ def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     from .slurm.driver import Driver, format_summary
 
     driver = Driver(*_live_parts(args), state_dir=Path(args.state_dir), shadow=args.shadow,
-                    rehold_after=args.rehold_after)
+                    rehold_after=args.rehold_after, failsafe=_failsafe(args))
     try:
         with interrupt.stopping_gracefully():
             summary = driver.run(poll=args.poll, once=args.once)
@@ -371,7 +371,8 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
         planned = rp.plan(fit, args.time_scale)
         print(f"replaying {len(planned)} jobs ({len(jobs) - len(fit)} never fit this cluster) over "
               f"{planned[-1].at if planned else 0:.0f} s of submissions; journal in {state_dir}", file=sys.stderr)
-        driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after)
+        driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after,
+                        failsafe=_failsafe(args, conf))
         replay = rp.Replay(planned, driver, commands, system.types, args.poll)
         finished = False
         try:
@@ -400,6 +401,24 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
     finally:
         if root is not None and conf is not None:
             local_cluster.stop(conf)
+
+
+def _failsafe(args: argparse.Namespace, conf: str | None = None) -> Any:
+    """The lease this driver renews (beside the cluster's slurm.conf unless --lease-file)."""
+    from .slurm.failsafe import FailSafe, default_lease_file
+
+    if args.lease < 3 * args.poll:
+        raise CpdispatchError(f"--lease {args.lease}: at least 3 polls ({3 * args.poll:g} s), so that a job's "
+                              "begin time is pushed before it comes")
+    path = Path(args.lease_file) if args.lease_file else default_lease_file(conf or args.conf)
+    return FailSafe(path, args.lease, "closed" if args.fail_closed else "open")
+
+
+def cmd_slurm_lua(args: argparse.Namespace) -> int:
+    from .slurm.failsafe import default_lease_file, job_submit_lua
+
+    print(job_submit_lua(args.lease_file or default_lease_file(args.conf)), end="")
+    return 0
 
 
 def _live_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
@@ -601,6 +620,11 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--shadow", action="store_true", help="decide and log, but send no command to Slurm")
     s.add_argument("--once", action="store_true", help="one round, then exit")
     s.set_defaults(func=cmd_slurm_dispatch)
+    s = _parser(ssub, "job-submit-lua", "print the job_submit.lua that makes the cluster wait for the driver "
+                                        "while its lease is fresh (install it beside slurm.conf)")
+    s.add_argument("--lease-file", default=None, help="the lease it reads (None: cpdispatch.lease beside slurm.conf)")
+    s.add_argument("--conf", default=None, help="the cluster's slurm.conf (None: $SLURM_CONF, else Slurm's own)")
+    s.set_defaults(func=cmd_slurm_lua)
     s = _parser(ssub, "replay", "submit a trace's jobs to Slurm as sleep jobs, time compressed, dispatch them "
                                 "live, and compare the realised schedule with the simulator's")
     s.add_argument("trace", help="SWF, Alibaba pod CSV or native CSV (plain or .gz)")
@@ -631,6 +655,13 @@ def _add_live(s: Any, poll: float = 1.0, state_dir: str | None = "cpdispatch-slu
     s.add_argument("--rehold-after", type=float, default=3.0, metavar="SECONDS",
                    help="hold again a released job not running after this long (it returns to the queue)")
     s.add_argument("--conf", default=None, help="the cluster's slurm.conf (None: $SLURM_CONF, else Slurm's own)")
+    s.add_argument("--lease", type=int, default=10, metavar="SECONDS",
+                   help="fail-open: a job not started by a driver whose lease (renewed every round) is this old "
+                        "is Slurm's to schedule (docs/slurm.md, Fail-safe)")
+    s.add_argument("--fail-closed", action="store_true",
+                   help="new jobs are held until a driver releases them, even while none runs")
+    s.add_argument("--lease-file", default=None,
+                   help="the lease the cluster's job_submit.lua reads (None: cpdispatch.lease beside slurm.conf)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,9 +75,23 @@ class SlurmCommands:
 
     def pin(self, job_id: str, nodes: list[str], comment: str) -> Outcome:
         """Require exactly these nodes (the complete set: Slurm adds nodes of its own choice to
-        an incomplete one) and tag the decision where only root can write."""
-        return self.run("scontrol", "update", f"JobId={job_id}", f"NodeList={','.join(nodes)}",
+        an incomplete one), make it eligible now (a job deferred by the fail-open lease) and tag
+        the decision where only root can write. The release then starts it."""
+        return self.run("scontrol", "update", f"JobId={job_id}", f"NodeList={','.join(nodes)}", "StartTime=now",
                         f"AdminComment={comment}")
+
+    def defer(self, job_ids: list[str], seconds: int, comment: str | None = None) -> Outcome:
+        """Push the jobs' begin time to now + `seconds` (one command for the list): past it,
+        Slurm starts them by itself."""
+        tag = [f"AdminComment={comment}"] if comment else []
+        return self.run("scontrol", "update", f"JobId={','.join(job_ids)}", f"StartTime=now+{seconds}", *tag)
+
+    def tag(self, job_ids: list[str], comment: str) -> Outcome:
+        return self.run("scontrol", "update", f"JobId={','.join(job_ids)}", f"AdminComment={comment}")
+
+    def unpin(self, job_id: str) -> Outcome:
+        """Drop the required nodes (one job per command: Slurm refuses a list here)."""
+        return self.run("scontrol", "update", f"JobId={job_id}", "NodeList=")
 
     def release(self, job_ids: list[str]) -> Outcome:
         return self.run("scontrol", "release", ",".join(job_ids))

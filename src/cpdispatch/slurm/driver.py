@@ -25,6 +25,7 @@ from ..predictors.base import Predictor
 from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
 from ..system import System, units_fitting
 from .commands import SlurmCommands
+from .failsafe import HELD_TAG, WAIT_TAG, FailSafe, check_lease_file
 from .intents import Journal, job_from_record, job_record, read_journal
 from .state import (
     STUCK_REASONS,
@@ -61,6 +62,8 @@ class RoundFigures:
     adjusted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    taken: list[str] = field(default_factory=list)
+    deferred: int = 0
     shadow: bool = False
 
     @property
@@ -70,10 +73,11 @@ class RoundFigures:
     def actions(self) -> dict[str, list[str]]:
         """The jobs per kind of action this round (the summary's counters use the same keys)."""
         return {"started": self.starts, "reheld": self.reheld, "adjusted": self.adjusted, "refused": self.refused,
-                "failed": self.failed}
+                "failed": self.failed, "taken": self.taken}
 
     def line(self) -> str:
-        said = {"started": "would start" if self.shadow else "started", "reheld": "re-held"}
+        said = {"started": "would start" if self.shadow else "started", "reheld": "re-held",
+                "taken": "taken over"}
         acts = [f"{said.get(k, k)} {len(v)}" for k, v in self.actions().items() if v]
         return (f"round {self.round}: queued {self.queued}, running {self.running}, committed {self.committed}"
                 f"{'; ' + ', '.join(acts) if acts else ''}; read {self.read_s * 1e3:.0f} ms, decide "
@@ -125,14 +129,18 @@ class Driver:
 
     def __init__(self, dispatcher: Dispatcher, predictor: Predictor, commands: SlurmCommands, state_dir: Path, *,
                  shadow: bool = False, rehold_after: float = 3.0, default_walltime: int = 3600,
-                 log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+                 failsafe: FailSafe | None = None, log: TextIO = sys.stderr,
+                 clock: Callable[[], float] = time.time) -> None:
         self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
         self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
+        self.failsafe = None if shadow else failsafe  # a shadow driver must not look alive
+        if self.failsafe is not None:
+            check_lease_file(self.failsafe.path)
         self.clock, self.log = clock, log
         self.journal = Journal(state_dir / "journal.jsonl")
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.rounds = 0
-        self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed"), 0)
+        self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed", "taken", "deferred"), 0)
         self.timings = {part: deque[float](maxlen=KEEP_TIMINGS) for part in ("read", "decide", "apply", "round")}
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
@@ -153,8 +161,10 @@ class Driver:
             self.observed.add((job.id, job.submit))
             self.predictor.observe(job, runtime, end)
             self.learnt += 1
+        fs = self.failsafe
         self.journal.write("start", dispatcher=dispatcher.name, predictor=predictor.name, shadow=shadow,
-                           learnt=self.learnt)
+                           learnt=self.learnt, failsafe=fs.mode if fs else None, lease_s=fs.seconds if fs else None,
+                           lease_file=str(fs.path) if fs else None)
 
     def say(self, text: str) -> None:
         print(text, file=self.log, flush=True)
@@ -201,6 +211,8 @@ class Driver:
 
     def round(self) -> RoundFigures:
         t0 = time.perf_counter()
+        if self.failsafe is not None:  # before reading: jobs submitted from now on wait for this driver
+            self.failsafe.renew(self.clock())
         raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
@@ -215,7 +227,7 @@ class Driver:
         committed = [j for j in jobs if j.kind == "committed"]
         stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
-            fig.reheld = self._hold([j.id for j in stuck], [j.reason for j in stuck])
+            fig.reheld = self._take_back(stuck)
         for j in jobs:  # Slurm refused a pin: it holds the job itself (BadConstraints) or we did
             refused = (j.kind == "held" or j in stuck) and any(j.reason.startswith(r) for r in STUCK_REASONS)
             if refused and j.admin_comment.startswith(TAG) and (j.id, j.admin_comment) not in self.refused_pins:
@@ -230,13 +242,15 @@ class Driver:
         t2 = time.perf_counter()
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
             self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, index, nodes)
+        if self.failsafe is not None:
+            self._upkeep(fig, jobs, now_f, set(fig.starts) | set(fig.reheld))
         fig.apply_s = time.perf_counter() - t2
         acted = any(fig.actions().values())
         if acted or fig.queued or fig.round % 60 == 1:  # idle rounds: one in 60 (the journal grows less)
             self.journal.write("round", round=fig.round, now=now, queued=fig.queued, running=fig.running,
                                committed=fig.committed, read_s=round(fig.read_s, 4),
                                decide_s=round(fig.decide_s, 4), apply_s=round(fig.apply_s, 4), starts=fig.starts,
-                               reheld=fig.reheld)
+                               reheld=fig.reheld, taken=fig.taken, deferred=fig.deferred)
         self._count(fig)
         if acted:
             self.say(fig.line())
@@ -246,6 +260,7 @@ class Driver:
         self.rounds += 1
         for key, ids in fig.actions().items():
             self.counts[key] += len(ids)
+        self.counts["deferred"] += fig.deferred
         for key, value in (("read", fig.read_s), ("decide", fig.decide_s), ("apply", fig.apply_s),
                            ("round", fig.total_s)):
             self.timings[key].append(value)
@@ -258,17 +273,65 @@ class Driver:
             return age >= 1.0  # a reason older than our release (Slurm's next tick renews it) is not a verdict
         return age > (4 * self.rehold_after if job.reason in ("None", "") else self.rehold_after)
 
-    def _hold(self, ids: list[str], reasons: list[str]) -> list[str]:
-        """Take back released jobs that did not start (their nodes are not free, or Slurm says
-        they cannot run there): they return to the queue, held."""
-        self.journal.write("rehold", jobs=ids, reasons=reasons, shadow=self.shadow)
+    def _take_back(self, stuck: list[SlurmJob]) -> list[str]:
+        """Released jobs that did not start (their nodes are not free, or Slurm says they cannot
+        run there) return to the queue: held, or under the fail-open lease unpinned and deferred
+        (so that a dead driver leaves no job held)."""
+        ids = [j.id for j in stuck]
+        self.journal.write("rehold", jobs=ids, reasons=[j.reason for j in stuck], shadow=self.shadow)
         if self.shadow:
             return []
-        out = self.commands.hold(ids)
-        self.journal.write("result", command="hold", jobs=ids, rc=out.returncode, stderr=out.stderr[-300:])
         for i in ids:
             self.released.pop(i, None)
-        return ids if out.ok else []
+        if self.failsafe is not None and self.failsafe.open:
+            return self._defer(stuck, comment=WAIT_TAG, unpin=True)
+        return ids if self._command("hold", ids).ok else []
+
+    def _command(self, name: str, ids: list[str], *args: Any) -> Any:
+        """One Slurm command over jobs, journalled with its result."""
+        out = getattr(self.commands, name)(ids, *args)
+        self.journal.write("result", command=name, jobs=ids, rc=out.returncode, stderr=out.stderr[-300:])
+        return out
+
+    def _defer(self, jobs: list[SlurmJob], comment: str | None = None, unpin: bool = False) -> list[str]:
+        """Push the begin time of `jobs` one lease ahead (a pinned job loses its pin first: a
+        dead driver's pin would tie it to nodes nobody chose for now); returns those deferred."""
+        assert self.failsafe is not None
+        for j in jobs:
+            if unpin and j.required:
+                out = self.commands.unpin(j.id)
+                self.journal.write("result", command="unpin", jobs=[j.id], rc=out.returncode,
+                                   stderr=out.stderr[-300:])
+        ids = [j.id for j in jobs]
+        return ids if ids and self._command("defer", ids, self.failsafe.seconds, comment).ok else []
+
+    def _upkeep(self, fig: RoundFigures, jobs: list[SlurmJob], now: float, acted: set[str]) -> None:
+        """Keep every undecided job in the form the fail-safe mode needs, in a few commands per
+        round. Open: held jobs of ours are deferred and released, deferred ones pushed before
+        their begin time comes, and jobs pending under Slurm's own scheduler (submitted while no
+        driver renewed the lease) taken over. Closed: deferred and foreign jobs are held."""
+        assert self.failsafe is not None
+        lease = self.failsafe.seconds
+        pending = [j for j in jobs if j.id not in acted and j.kind in ("held", "waiting", "blocked", "foreign")]
+        foreign = [j for j in pending if j.kind == "foreign"]
+        if not self.failsafe.open:
+            hold = [j.id for j in pending if j.priority > 0 and (j.kind == "foreign" or j.tagged)]
+            if hold and self._command("hold", hold).ok and foreign:  # tagged: ours, not their users' holds
+                fig.taken = [j.id for j in foreign]
+                self._command("tag", fig.taken, HELD_TAG)
+            return
+        ours_held = [j for j in pending if j.priority == 0 and j.tagged]
+        due = [j for j in pending if j.priority > 0 and j.admin_comment.startswith(WAIT_TAG)
+               and j.eligible < now + lease / 2 and j.begin_after <= now + lease]
+        later = [j for j in foreign if j.eligible > now + lease]  # a user's --begin, kept in the tag
+        for j in later:
+            self._command("defer", [j.id], j.eligible - int(now), f"{WAIT_TAG}:{j.eligible}")
+        taken = self._defer(ours_held, comment=WAIT_TAG, unpin=True)
+        if taken:
+            self._command("release", taken)
+        taken += self._defer([j for j in foreign if j not in later], comment=WAIT_TAG)
+        fig.taken = [i for i in taken if i in {j.id for j in foreign}] + [j.id for j in later]
+        fig.deferred = len(self._defer(due)) + len(taken)
 
     def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
                   committed: list[SlurmJob], partitions: dict[str, list[str]]
@@ -283,7 +346,9 @@ class Driver:
         np.clip(free, 0, None, out=free)
         free.setflags(write=False)
         queued, offered = [], {}
-        for j in sorted((j for j in jobs if j.kind in ("held", "blocked")), key=lambda j: (j.submit, j.id)):
+        for j in sorted((j for j in jobs if j.kind in ("held", "waiting", "blocked")), key=lambda j: (j.submit, j.id)):
+            if j.begin_after > now:  # its user's --begin: offered from then on
+                continue
             job = j.job(system.types, self.default_walltime)
             why = self._never(j, job, system, partitions)
             if why:
@@ -333,6 +398,9 @@ class Driver:
         """Why a held job cannot be offered to the dispatcher now ("" = it can)."""
         if j.kind == "blocked":
             return f"dependency not met ({j.dependency})"
+        if j.priority == 0 and not j.tagged and self.failsafe is not None and self.failsafe.open:
+            return "held by its user (submitted with --hold); only root can release it"
+
         if not any(p in partitions for p in j.partition.split(",")):
             return f"partition {j.partition} is not UP"
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:

@@ -1,9 +1,11 @@
 """A real Slurm cluster on this host, for tests, demos and trying a dispatcher: a private munged,
 one slurmctld and one slurmd per node (Debian builds Slurm with multiple-slurmd), fake GPUs as
-GRES on character devices, and a `job_submit.lua` that holds every new job and lets only root
-release or modify it (only the dispatcher decides). Everything lives in one folder with its own
-ports; `SLURM_CONF` points the usual commands at it. Measured facts behind each setting:
-`../shared/design/slurm-findings.md` of the project's design notes.
+GRES on character devices, and the fail-safe `job_submit.lua` (`failsafe`: new jobs wait for the
+dispatcher while its lease, `etc/cpdispatch.lease`, is fresh; only root may release or modify a
+job). Slurm's main scheduling pass runs every 2 s (`sched_interval`) so that jobs whose lease ran
+out start soon. Everything lives in one folder with its own ports; `SLURM_CONF` points the usual
+commands at it. Measured facts behind each setting: `../shared/design/slurm-findings.md` of the
+project's design notes.
 """
 
 from __future__ import annotations
@@ -20,18 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CpdispatchError
+from .failsafe import LEASE_NAME, job_submit_lua
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 DAEMONS = ("munged", "slurmctld", "slurmd")
-JOB_SUBMIT_LUA = """function slurm_job_submit(job_desc, part_list, submit_uid)
-   job_desc.priority = 0            -- every job enters the queue held: the dispatcher decides
-   return slurm.SUCCESS
-end
-function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   if modify_uid ~= 0 then return slurm.ERROR end   -- only root may release or re-pin
-   return slurm.SUCCESS
-end
-"""
 
 
 @dataclass(frozen=True)
@@ -113,7 +107,7 @@ def slurm_conf(base: Path, specs: list[NodeSpec], port: int) -> str:
         "JobCompType=jobcomp/filetxt", f"JobCompLoc={b}/log/jobcomp.log", "MpiDefault=none", "SwitchType=switch/none",
         "SlurmdParameters=config_overrides", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
         "DefMemPerCPU=100", "GresTypes=gpu", "SchedulerType=sched/builtin",
-        "SchedulerParameters=batch_sched_delay=0", "PriorityType=priority/basic", "ReturnToService=2",
+        "SchedulerParameters=batch_sched_delay=0,sched_interval=2", "PriorityType=priority/basic", "ReturnToService=2",
         "MinJobAge=300", "KillWait=5", "InactiveLimit=0", "SlurmdTimeout=60", "JobSubmitPlugins=lua",
     ]
     for i, n in enumerate(specs):
@@ -168,7 +162,7 @@ def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float 
     conf = root / "etc" / "slurm.conf"
     conf.write_text(slurm_conf(root, specs, _free_ports(len(specs) + 2)))
     (root / "etc" / "gres.conf").write_text(_gres_conf(root, specs))
-    (root / "etc" / "job_submit.lua").write_text(JOB_SUBMIT_LUA)
+    (root / "etc" / "job_submit.lua").write_text(job_submit_lua(root / "etc" / LEASE_NAME))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     m = root / "munge"
     _run(["munged", f"--key-file={key}", f"--socket={m}/munge.socket", f"--pid-file={m}/munged.pid",

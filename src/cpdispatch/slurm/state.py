@@ -21,6 +21,7 @@ import numpy as np
 
 from ..job import Job
 from ..system import NodeGroup, System
+from .failsafe import WAIT_TAG
 from .hostlist import expand
 
 TAG = "cpdispatch:"
@@ -173,18 +174,34 @@ class SlurmJob:
     nodes: tuple[str, ...]
     request: Request
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # running: per node, per type
+    eligible: int = 0  # when Slurm may start it by itself (its begin time)
 
     @property
     def kind(self) -> str:
-        """held (undecided), blocked (held, dependency unmet), committed (released by us, not
-        started), foreign (pending under Slurm's own scheduling), running or finished."""
+        """held (priority 0), waiting (deferred by the fail-open lease: begin time pushed by the
+        driver), blocked (held or waiting, dependency unmet), committed (pinned and released by a
+        driver, not started), foreign (pending under Slurm's own scheduling), running or finished."""
         if self.state in TERMINAL:
             return "finished"
         if self.state in ACTIVE:
             return "running"
-        if self.priority == 0:
-            return "blocked" if "unfulfilled" in self.dependency or "failed" in self.dependency else "held"
+        waiting = self.admin_comment.startswith(WAIT_TAG)
+        if self.priority == 0 or waiting:
+            if "unfulfilled" in self.dependency or "failed" in self.dependency:
+                return "blocked"
+            return "held" if self.priority == 0 else "waiting"
         return "committed" if self.admin_comment.startswith(TAG) and self.required else "foreign"
+
+    @property
+    def tagged(self) -> bool:
+        """Held or deferred by cpdispatch (its lua or a driver), not by its user."""
+        return self.admin_comment.startswith(TAG)
+
+    @property
+    def begin_after(self) -> int:
+        """The user's own `--begin` (kept by the lua in the tag), 0 if none."""
+        rest = self.admin_comment.removeprefix(WAIT_TAG)
+        return int(rest[1:]) if rest != self.admin_comment and rest[1:].isdigit() else 0
 
     def job(self, types: tuple[str, ...], default_walltime: int) -> Job:
         """The cpdispatch job (its run time is unknown: the walltime stands in, never shown to a
@@ -245,7 +262,7 @@ def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
             dependency=str(raw.get("dependency") or ""), features=str(raw.get("features") or ""),
             admin_comment=str(raw.get("admin_comment") or ""),
             required=tuple(expand(raw.get("required_nodes"))), nodes=nodes, request=read_request(raw),
-            usage=_usage(raw, list(nodes)) if state in ACTIVE else {})
+            usage=_usage(raw, list(nodes)) if state in ACTIVE else {}, eligible=_int(raw.get("eligible_time")))
         tasks = str(raw.get("array_task_string") or "")
         if tasks and state == "PENDING":  # a pending array record: each task is dispatched on its own
             out.extend(replace(one, id=f"{raw['array_job_id']}_{t}") for t in _array_tasks(tasks))
