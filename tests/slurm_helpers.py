@@ -44,7 +44,7 @@ def running_cluster(nodes: int = 4, gpu_nodes: int = 2) -> Iterator[dict[str, st
         subprocess.run(["scancel", "--user=root"], env=env, check=False)
         subprocess.run(["scancel", "--user=nobody"], env=env, check=False)
         code, out, err = cli("slurm", "local-cluster", "stop", "--conf", conf)
-        assert code == 0 and f"stopped {nodes + 2} daemons" in out, err
+        assert code == 0 and f"stopped {nodes + 2} daemons" in out and "its folder is kept" in out, err
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -93,8 +93,8 @@ def test_job_larger_than_system_rejected_with_reason(tmp_path: Path) -> None:
 def test_unknown_dispatcher_and_option() -> None:
     code, _, err = cli("simulate", "--system", "eurora", "--workload", "x.swf", "--out", "o", "--dispatcher", "nope")
     assert code == 2 and "error:" in err
-    code, _, err = cli("dispatchers")
-    assert code == 0
+    code, out, err = cli("dispatchers")
+    assert code == 0 and "last2-pcp21" in out.split("predictors: ")[1]  # every name --predictor accepts
 
 
 def test_generate_convert_inspect(tmp_path: Path, workloads_dir: Path) -> None:

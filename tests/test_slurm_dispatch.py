@@ -8,9 +8,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,11 +246,15 @@ def test_shadow_sends_no_command(cluster: dict[str, str], tmp_path: Path) -> Non
     state = tmp_path / "state"
     lease(cluster, "closed")
     ids = set(_submit(cluster, tmp_path / "out", 5, 1))
-    code = subprocess.run([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--shadow", "--once",
-                           "--dispatcher", "fifo", "--state-dir", str(state)], env=cluster, capture_output=True,
-                          text=True, check=False)
-    assert code.returncode == 0, code.stderr
-    assert "shadow: no command sent" in code.stdout
+    proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--shadow", "--poll", "0.3",
+                             "--dispatcher", "fifo", "--state-dir", str(state)], env=cluster, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: sum(1 for r in read_journal(state / "journal.jsonl") if r["kind"] == "decision") >= 3, 60,
+             "three rounds that decided")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "(shadow: no command sent): 5 jobs would start" in out  # each counted once, not once per round
     time.sleep(1.5)
     mine = [j for j in jobs(cluster) if str(j["job_id"]) in ids]
     assert all(j["job_state"] == "PENDING" and j["priority"] == 0 and not j["required_nodes"] for j in mine)
@@ -263,7 +269,7 @@ def test_live_options_are_checked(tmp_path: Path) -> None:
     from .test_cli import cli
 
     code, _, err = cli("slurm", "dispatch", "--predictor", "real", "--state-dir", str(tmp_path))
-    assert code == 2 and "run times known in advance" in err
+    assert code == 2 and "run times known in advance" in err and "last2" in err and "tsafrir" not in err
     code, _, err = cli("slurm", "dispatch", "--dispatcher", "nope", "--state-dir", str(tmp_path))
     assert code == 2 and "nope" in err
 
@@ -302,20 +308,29 @@ def test_replay_systems_are_checked() -> None:
     assert [(s.name, s.cpus, s.memory_mb, s.gpus) for s in specs] == [("n1", 4, 400, 1), ("n2", 4, 400, 1)]
 
 
-def test_replay_on_a_cluster_shaped_like_a_system(workloads_dir: Path, tmp_path: Path) -> None:
-    """`--system FILE`: the replay starts its own local cluster with those nodes, and stops it."""
+def test_replay_on_a_cluster_shaped_like_a_system(workloads_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--system FILE`: the replay starts its own local cluster with those nodes, stops it, and
+    leaves no folder behind (its cluster's and its journal's are temporary)."""
     from .test_cli import cli
 
     with running_cluster(1, 0):  # (only to skip where no cluster can run)
         pass
     toml = tmp_path / "two.toml"
     toml.write_text('name = "two"\n[[nodes]]\ngroup = "n"\ncount = 2\nresources = { core = 16, mem = 4000 }\n')
-    code, out, err = cli("slurm", "replay", str(workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"), "--system",
-                         str(toml), "--time-scale", "20000", "--limit-jobs", "15", "--dispatcher", "easy")
-    assert code == 0, err
-    assert "jobs compared" in out and "mean wait (s)" in out
-    left = subprocess.run(["pgrep", "-f", "cpdispatch-replay-"], capture_output=True, text=True, check=False)
-    assert not left.stdout.strip()  # its daemons are gone
+    temp = Path(tempfile.mkdtemp(prefix="cpdispatch-test-temp-"))  # munged needs a path all can traverse
+    temp.chmod(0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    try:
+        code, out, err = cli("slurm", "replay", str(workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"), "--system",
+                             str(toml), "--time-scale", "20000", "--limit-jobs", "15", "--dispatcher", "easy")
+        assert code == 0, err
+        assert "jobs compared" in out and "mean wait (s)" in out
+        left = subprocess.run(["pgrep", "-f", str(temp)], capture_output=True, text=True, check=False)
+        assert not left.stdout.strip()  # the daemons it started are gone
+        assert not list(temp.iterdir())  # and so are its folders
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @settings(max_examples=200, deadline=None)
@@ -378,14 +393,19 @@ def test_bad_live_settings_and_unreachable_slurm(tmp_path: Path) -> None:
 
     code, _, err = cli("slurm", "dispatch", "--rehold-after", "0", "--state-dir", str(tmp_path))
     assert code == 2 and "--rehold-after" in err
+    conf = tmp_path / "slurm.conf"  # a controller nobody runs
+    conf.write_text(f"ClusterName=none\nSlurmctldHost=localhost\nSlurmctldPort={_closed_port()}\n")
     (tmp_path / "file").write_text("")
-    code, _, err = cli("slurm", "dispatch", "--state-dir", str(tmp_path / "file"), "--once",
-                       "--conf", str(tmp_path / "none.conf"))
+    code, _, err = cli("slurm", "dispatch", "--state-dir", str(tmp_path / "file"), "--once", "--conf", str(conf))
     assert code == 2 and "cannot write" in err
+    t0 = time.monotonic()
+    code, _, err = cli("slurm", "dispatch", "--state-dir", str(tmp_path / "st"), "--conf", str(tmp_path / "x.conf"))
+    assert code == 2 and err.strip().endswith(f"--conf {tmp_path / 'x.conf'}: no such file")
+    assert time.monotonic() - t0 < 10 and len(err.strip().splitlines()) == 1  # before any round
     with pytest.raises(CpdispatchError, match="nothing to compare"):
         compare([])
     # a driver whose Slurm does not answer skips rounds instead of dying (a slurmctld restart)
-    env = {**os.environ, "SLURM_CONF": str(tmp_path / "none.conf")}
+    env = {**os.environ, "SLURM_CONF": str(conf)}
     proc = subprocess.Popen([sys.executable, "-m", "cpdispatch", "slurm", "dispatch", "--state-dir",
                              str(tmp_path / "st"), "--poll", "0.2"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -394,6 +414,29 @@ def test_bad_live_settings_and_unreachable_slurm(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143 and "round skipped" in err and "Traceback" not in err
     assert re.search(r"[1-9]\d* rounds skipped", out)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_no_slurm_configuration_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_cli import cli
+
+    if Path("/etc/slurm/slurm.conf").exists():
+        pytest.skip("this host has a Slurm configuration in its default place")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    code, _, err = cli("slurm", "dispatch", "--state-dir", str(tmp_path))
+    assert code == 2 and "no Slurm configuration: set SLURM_CONF or give --conf" in err
+    code, out, _ = cli("slurm", "dispatch", "--help")
+    flat = re.sub(r"-\s+", "-", " ".join(out.split()))  # argparse wraps lines at hyphens too
+    assert code == 0 and "None: a temporary" not in flat and "(default: cpdispatch-slurm-state)" in flat
+    code, out, _ = cli("slurm", "replay", "--help")
+    assert code == 0 and "removed after a replay that finished" in " ".join(out.split())
 
 
 def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], tmp_path: Path) -> None:

@@ -219,7 +219,7 @@ def catalogue() -> str:
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
     from .dispatchers.cp.profiles import FREE, free_options, paper_overrides
-    from .predictors import PREDICTORS
+    from .predictors import ALIASES, PREDICTORS
     from .predictors import plugins as predictor_plugins
 
     classes = sorted(registry().items())
@@ -245,7 +245,7 @@ def catalogue() -> str:
         lines.append("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
         lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(FREE[1:])}")
-    lines.append(f"\npredictors: {', '.join(PREDICTORS)}")
+    lines.append(f"\npredictors: {', '.join([*PREDICTORS, *ALIASES])}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
     lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "
                  "--predictor module:attr")

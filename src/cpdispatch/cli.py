@@ -327,15 +327,37 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     if not conf:
         raise CpdispatchError("no cluster to stop: give --conf or set SLURM_CONF (as `start` prints)")
     stopped = local_cluster.stop(conf)
+    root = Path(conf).resolve().parent.parent
     print(f"stopped {len(stopped)} daemons: {', '.join(stopped) or 'none running'}")
+    print(f"its folder is kept (logs, job completions): {root}; remove it with: rm -r {root}")
     return 0
+
+
+def _check_conf(args: argparse.Namespace) -> None:
+    """The cluster's slurm.conf, checked before the first round (Slurm's own errors for a missing
+    one are a 30-s timeout or four lines on DNS SRV records)."""
+    import os
+
+    given = args.conf or os.environ.get("SLURM_CONF")
+    if given is None:
+        if not Path("/etc/slurm/slurm.conf").is_file():
+            raise CpdispatchError("no Slurm configuration: set SLURM_CONF or give --conf (a cluster on this host: "
+                                  'eval "$(cpdispatch slurm local-cluster start)")')
+        return
+    where = f"--conf {given}" if args.conf else f"SLURM_CONF={given}"
+    if not Path(given).is_file():
+        raise CpdispatchError(f"{where}: no such file")
+    if not os.access(given, os.R_OK):
+        raise CpdispatchError(f"{where}: not readable by this user")
 
 
 def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     from .slurm.driver import Driver, format_summary
 
-    driver = Driver(*_live_parts(args), state_dir=Path(args.state_dir), shadow=args.shadow,
-                    rehold_after=args.rehold_after, failsafe=_failsafe(args))
+    parts, failsafe = _live_parts(args), _failsafe(args)  # the options first, then the cluster
+    _check_conf(args)
+    driver = Driver(*parts, state_dir=Path(args.state_dir), shadow=args.shadow,
+                    rehold_after=args.rehold_after, failsafe=failsafe)
     try:
         with interrupt.stopping_gracefully():
             summary = driver.run(poll=args.poll, once=args.once)
@@ -347,6 +369,7 @@ def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
 
 def cmd_slurm_replay(args: argparse.Namespace) -> int:
     import json
+    import shutil
     import tempfile
 
     import pandas as pd
@@ -360,9 +383,12 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
         raise CpdispatchError(f"--time-scale {args.time_scale}: must be > 0")
     dispatcher, predictor, _ = _live_parts(args)
+    if args.system == "cluster":
+        _check_conf(args)
     out = check_out_dir(args.out, overwrite=args.overwrite) if args.out else None
     state_dir = Path(args.state_dir or tempfile.mkdtemp(prefix="cpdispatch-replay-state-"))
     conf, root = rp.local_or_running(args.system, None)
+    finished = False
     try:
         commands = SlurmCommands(conf or args.conf)
         system = rp.cluster_system(commands)
@@ -374,7 +400,6 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
         driver = Driver(dispatcher, predictor, commands, state_dir, rehold_after=args.rehold_after,
                         failsafe=_failsafe(args, conf))
         replay = rp.Replay(planned, driver, commands, system.types, args.poll)
-        finished = False
         try:
             with interrupt.stopping_gracefully():
                 replay.run(args.timeout)
@@ -401,6 +426,12 @@ def cmd_slurm_replay(args: argparse.Namespace) -> int:
     finally:
         if root is not None and conf is not None:
             local_cluster.stop(conf)
+            shutil.rmtree(root, ignore_errors=True)
+        if args.state_dir is None:  # a temporary journal: kept only to look into a failed replay
+            if finished:
+                shutil.rmtree(state_dir, ignore_errors=True)
+            else:
+                print(f"cpdispatch: the replay's journal is kept in {state_dir}", file=sys.stderr)
 
 
 def _failsafe(args: argparse.Namespace, conf: str | None = None) -> Any:
@@ -428,8 +459,11 @@ def _live_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from .slurm.commands import SlurmCommands
 
     if args.predictor == "real":
-        raise CpdispatchError("--predictor real needs run times known in advance, which a live cluster does "
-                              "not have; use walltime, last2, tsafrir, ...")
+        from .predictors import ALIASES, PREDICTORS
+
+        others = ", ".join(p for p in [*PREDICTORS, *ALIASES] if p != "real")
+        raise CpdispatchError(f"--predictor real needs run times known in advance, which a live cluster does "
+                              f"not have; use one of {others}")
     if args.poll <= 0 or args.rehold_after <= 0:
         raise CpdispatchError(f"--poll {args.poll:g}, --rehold-after {args.rehold_after:g}: both must be > 0 seconds")
     return (make_dispatcher(args.dispatcher, _options(args.option)), resolve_predictor(args.predictor),
@@ -650,8 +684,8 @@ def _add_live(s: Any, poll: float = 1.0, state_dir: str | None = "cpdispatch-slu
     s.add_argument("--predictor", default="walltime", help="duration predictor (not real: run times are unknown)")
     s.add_argument("--poll", type=float, default=poll, help="seconds between rounds (Slurm acts once a second)")
     s.add_argument("--state-dir", default=state_dir,
-                   help="folder of the journal (decisions, commands, results) and of finished jobs' run times "
-                        "(None: a new temporary folder)")
+                   help="folder of the journal (decisions, commands, results) and of finished jobs' run times" +
+                        ("" if state_dir else " (None: a temporary folder, removed after a replay that finished)"))
     s.add_argument("--rehold-after", type=float, default=3.0, metavar="SECONDS",
                    help="hold again a released job not running after this long (it returns to the queue)")
     s.add_argument("--conf", default=None, help="the cluster's slurm.conf (None: $SLURM_CONF, else Slurm's own)")

@@ -141,6 +141,7 @@ class Driver:
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.rounds = 0
         self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed", "taken", "deferred"), 0)
+        self.shadowed: dict[str, set[str]] = {k: set() for k in self.counts}  # shadow: jobs counted
         self.timings = {part: deque[float](maxlen=KEEP_TIMINGS) for part in ("read", "decide", "apply", "round")}
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
@@ -201,6 +202,8 @@ class Driver:
         self.unplaceable &= live
         self.refused_pins = {p for p in self.refused_pins if p[0] in live}
         self.refused_said &= live
+        for said in self.shadowed.values():
+            said &= live
 
     def _predict(self, job: Job, now: int) -> int:
         if job.id not in self.predicted:
@@ -258,8 +261,10 @@ class Driver:
 
     def _count(self, fig: RoundFigures) -> None:
         self.rounds += 1
-        for key, ids in fig.actions().items():
-            self.counts[key] += len(ids)
+        for key, ids in fig.actions().items():  # a shadow driver decides the same jobs again: each once
+            new = [i for i in ids if i not in self.shadowed[key]] if self.shadow else ids
+            self.shadowed[key].update(new if self.shadow else ())
+            self.counts[key] += len(new)
         self.counts["deferred"] += fig.deferred
         for key, value in (("read", fig.read_s), ("decide", fig.decide_s), ("apply", fig.apply_s),
                            ("round", fig.total_s)):
@@ -519,9 +524,14 @@ class Driver:
 
 def format_summary(s: dict[str, Any]) -> str:
     """The summary printed on exit."""
-    lines = [f"{s['rounds']} rounds{' (shadow: no command sent)' if s['shadow'] else ''}: {s['started']} jobs "
-             f"started, {s['reheld']} re-held, {s['adjusted']} moved, {s['refused']} refused, {s['failed']} failed "
-             f"commands, {s['failed_reads']} rounds skipped (Slurm did not answer)",
+    if s["shadow"]:
+        acts = (f"(shadow: no command sent): {s['started']} jobs would start, {s['adjusted']} of them moved, "
+                f"{s['refused']} refused (each job counted once)")
+    else:
+        acts = (f": {s['started']} jobs started, {s['reheld']} re-held, {s['adjusted']} moved, {s['refused']} "
+                f"refused, {s['taken']} taken over from Slurm, {s['failed']} failed commands")
+    lines = [f"{s['rounds']} rounds{' ' if s['shadow'] else ''}{acts}, {s['failed_reads']} rounds skipped (Slurm did "
+             "not answer)",
              f"{'ms per round':<14}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
     for part in ("read", "decide", "apply", "round"):
         st = s[part]
