@@ -45,6 +45,7 @@ def workloads(draw: st.DrawFn, system: System, max_jobs: int = 25) -> Workload:
                 walltime=walltime, runtime=runtime, user=f"u{draw(st.integers(0, 3))}",
                 name=draw(st.sampled_from(["a", "ab", "b"])), queue=draw(st.sampled_from(["q1", "q2"])),
                 default_walltime=None if walltime is not None else 150,
+                one_per_node=draw(st.sampled_from([False, False, True])),  # Slurm's -N: distinct nodes
             )
         )
     return Workload("random", jobs)

@@ -262,7 +262,7 @@ def ref_order(s: Snapshot, key: Callable[[QueuedJob], Any], alloc_name: str, ski
     alloc, cap, free = get_allocator(alloc_name), s.system.capacity, s.free.copy()
     out: Starts = []
     for q in sorted(s.queued, key=key):
-        nodes = alloc(free, cap, q.job.req, q.job.units)
+        nodes = alloc(free, cap, q.job.req, q.job.units, q.job.one_per_node)
         if nodes is not None:
             out.append((q.job.id, nodes))
         elif not skip:
@@ -278,7 +278,7 @@ def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
     k = 0
     while k < len(queue):
         q = queue[k]
-        nodes = alloc(free, cap, q.job.req, q.job.units)
+        nodes = alloc(free, cap, q.job.req, q.job.units, q.job.one_per_node)
         if nodes is None:
             break
         out.append((q.job.id, nodes))
@@ -295,15 +295,15 @@ def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
             if end <= t:
                 for n in used:
                     avail[n] += req
-        if alloc(avail, cap, head.req, head.units) is not None:  # reserve the head's nodes
+        if alloc(avail, cap, head.req, head.units, head.one_per_node) is not None:  # reserve the head's nodes
             shadow, extra = t, avail
             break
     for q in queue[k + 1:]:
         j = q.job
         if shadow is None or now + q.predicted <= shadow:
-            nodes = alloc(free, cap, j.req, j.units)
+            nodes = alloc(free, cap, j.req, j.units, j.one_per_node)
         else:
-            nodes = alloc(np.minimum(free, extra), cap, j.req, j.units)
+            nodes = alloc(np.minimum(free, extra), cap, j.req, j.units, j.one_per_node)
             for n in nodes or ():
                 free[n] -= j.req
                 extra[n] -= j.req

@@ -14,7 +14,8 @@ WEIGHTS = np.array([0.3, 1.0, 0.05])  # per type, for the demand-aware best fit
 
 def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Capacity and free amounts of a small heterogeneous system (ties, full nodes, types a node
-    lacks), and request shapes (types x shapes), the first asking nothing."""
+    lacks), and request shapes (types + 1 x shapes: per-unit request, then 1 for a job whose units
+    need distinct nodes), the first asking nothing."""
     rng = np.random.default_rng(seed)
     nodes, ntypes = int(rng.integers(1, 12)), int(rng.integers(1, 4))
     capacity = rng.integers(0, 9, size=(nodes, ntypes)).astype(np.int64)
@@ -22,7 +23,8 @@ def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     free[rng.random(nodes) < 0.3] = 0
     if seed % 3 == 0:
         free[:] = capacity  # an idle system: many equal best-fit scores
-    shapes = rng.integers(0, 4, size=(ntypes, 12)).astype(np.int64)
+    shapes = rng.integers(0, 4, size=(ntypes + 1, 12)).astype(np.int64)
+    shapes[-1] = rng.random(12) < 0.3
     shapes[:, 0] = 0
     return capacity, free, shapes
 
@@ -39,15 +41,15 @@ def test_fits_now_and_placements_match_the_allocators(seed: int) -> None:
     capacity, free, shapes = random_case(seed)
     assert fits(free, shapes, 0) == FITS_ANY
     for s in range(shapes.shape[1]):
-        req = tuple(int(a) for a in shapes[:, s])
+        req, one = tuple(int(a) for a in shapes[:-1, s]), bool(shapes[-1, s])
         total = fits(free, shapes, s)
         for units in range(0, 14):
             for name, weights in (("first-fit", None), ("best-fit", None), ("scarce-fit", WEIGHTS[: len(req)])):
                 expected = free.copy()
                 if name == "first-fit":
-                    placed = first_fit(expected, req, units)
+                    placed = first_fit(expected, req, units, one)
                 else:
-                    placed = best_fit(expected, capacity, req, units, weights)
+                    placed = best_fit(expected, capacity, req, units, weights, one)
                 assert (placed is not None) == (units <= total), (name, req, units)
                 if placed is None:
                     continue
@@ -55,6 +57,7 @@ def test_fits_now_and_placements_match_the_allocators(seed: int) -> None:
                 w = np.zeros(len(req)) if weights is None else weights
                 _allocate(got, capacity, name != "first-fit", w, shapes, s, units, out, 0)
                 assert tuple(out.tolist()) == placed, (name, req, units)
+                assert not one or len(set(placed)) == len(placed)
                 assert (got == expected).all()
 
 

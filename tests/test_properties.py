@@ -1,8 +1,8 @@
 """Invariants of every dispatcher on random heterogeneous systems and workloads.
 
 For each run: capacity never exceeded per node and type at any time, no start before
-submission, every job completed/killed/rejected (rejected ones with a reason), identical
-output for identical inputs.
+submission, the units of a one-per-node job on distinct nodes, every job completed/killed/rejected
+(rejected ones with a reason), identical output for identical inputs.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def _sim_job(job_id: str, args: list[str], sleep: int) -> Job:
     """The job `_submit` made, as the simulator sees it (100 MB per CPU, Slurm's DefMemPerCPU)."""
     gpu = int("--gres=gpu:1" in args)
     if "-N" in args:
-        return Job(job_id, 0, 2, (2, 200, gpu), 60, sleep)
+        return Job(job_id, 0, 2, (2, 200, gpu), 60, sleep, one_per_node=True)
     if "-n" in args:
         return Job(job_id, 0, 6, (1, 100, 0), 60, sleep)
     cpus = int(args[args.index("-c") + 1])
@@ -160,13 +160,17 @@ def _check_ran_where_pinned(env: dict[str, str], ids: set[str], state: Path, out
     return done
 
 
-def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], tmp_path: Path) -> None:
-    out, state = Path(cluster["SLURM_CONF"]).parent.parent / "fifty", tmp_path / "state"
+@pytest.mark.parametrize("dispatcher", ["pcp20", "easy", "hcp19", "pcp19"])
+def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], tmp_path: Path,
+                                                      dispatcher: str) -> None:
+    """As decided: every start of every dispatcher runs on the nodes it chose (none moved by the
+    driver, the 2-node jobs included), checked by Slurm and from inside each job."""
+    out, state = Path(cluster["SLURM_CONF"]).parent.parent / f"fifty-{dispatcher}", tmp_path / "state"
     lease(cluster, "closed")  # held until the driver comes (which then defers them: fail-open)
     kinds = _submit(cluster, out, 50, 2)
     ids = set(kinds)
     t0 = time.time()
-    driver = _driver(cluster, state, "--dispatcher", "pcp20", "--predictor", "last2")
+    driver = _driver(cluster, state, "--dispatcher", dispatcher, "--predictor", "last2")
     try:
         wait_for(lambda: _finished(cluster, ids), 180, "50 jobs completed")
     finally:
@@ -176,6 +180,8 @@ def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], t
     assert driver.returncode == 143, stderr
     started, reheld = (int(x) for x in re.search(r"(\d+) jobs started, (\d+) re-held", stdout).groups())  # type: ignore[union-attr]
     assert 50 <= started <= 50 + reheld and "ms per round" in stdout  # a re-held job is started again
+    assert " 0 moved, 0 refused" in stdout  # as decided: the dispatcher's nodes are Slurm's
+    assert not [r for r in read_journal(state / "journal.jsonl") if r["kind"] in ("adjusted", "refused")]
     done = _check_ran_where_pinned(cluster, ids, state, out)
     for c in done:
         inside = (out / f"{c['JobId']}.out").read_text().split()
@@ -185,7 +191,7 @@ def test_fifty_jobs_run_where_the_dispatcher_put_them(cluster: dict[str, str], t
     # the simulator's makespan for the same jobs, dispatcher and predictor
     system = System.build("local", [NodeGroup("g", 2, {"core": 8, "mem": 8000, "gpu": 2}),
                                     NodeGroup("c", 2, {"core": 4, "mem": 4000, "gpu": 0})])
-    sim = cpd.simulate(system, [_sim_job(i, kinds[i], 2) for i in sorted(kinds, key=int)], "pcp20", "last2")
+    sim = cpd.simulate(system, [_sim_job(i, kinds[i], 2) for i in sorted(kinds, key=int)], dispatcher, "last2")
     makespan = sim.summary["makespan"]
     print(f"live {live:.1f} s, simulated makespan {makespan} s")
     assert live < 2 * makespan + 15  # Slurm starts released jobs on its 1-second ticks

@@ -40,11 +40,12 @@ def _pack(
     return tuple(np.repeat(idx, counts).tolist())
 
 
-def first_fit(free: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, ...] | None:
+def first_fit(free: np.ndarray, req: tuple[int, ...], units: int, one_per_node: bool = False
+              ) -> tuple[int, ...] | None:
     """Nodes in index order, packing as many units as fit on each (AccaSim's first fit)."""
     if units <= 0:
         return ()
-    fit = units_fitting(free, req)
+    fit = units_fitting(free, req, one_per_node)
     if units == 1:  # the most common request: the first node with room
         node = int((fit > 0).argmax()) if fit.size else 0
         if not fit.size or fit[node] <= 0:
@@ -56,6 +57,7 @@ def first_fit(free: np.ndarray, req: tuple[int, ...], units: int) -> tuple[int, 
 
 def best_fit(
     free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int, weights: np.ndarray | None = None,
+    one_per_node: bool = False,
 ) -> tuple[int, ...] | None:
     """Fullest node first, then pack node by node (AccaSim's "consolidate" allocator).
 
@@ -71,7 +73,7 @@ def best_fit(
     """
     if units <= 0:
         return ()
-    fit = units_fitting(free, req)
+    fit = units_fitting(free, req, one_per_node)
     cand = np.flatnonzero(fit > 0)
     fit = fit[cand]
     if cand.size == 0 or (units > 1 and int(np.minimum(fit, units).sum()) < units):
@@ -163,25 +165,25 @@ class Allocator:
         """Per-type scarcity weights for `best_fit` (None: the plain rule)."""
         return None
 
-    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
-                 ) -> tuple[int, ...] | None:
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int,
+                 one_per_node: bool = False) -> tuple[int, ...] | None:
         raise NotImplementedError
 
 
 class FirstFit(Allocator):
     name = "first-fit"
 
-    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
-                 ) -> tuple[int, ...] | None:
-        return first_fit(free, req, units)
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int,
+                 one_per_node: bool = False) -> tuple[int, ...] | None:
+        return first_fit(free, req, units, one_per_node)
 
 
 class BestFit(Allocator):
     name = "best-fit"
 
-    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int
-                 ) -> tuple[int, ...] | None:
-        return best_fit(free, capacity, req, units, self.weights)
+    def __call__(self, free: np.ndarray, capacity: np.ndarray, req: tuple[int, ...], units: int,
+                 one_per_node: bool = False) -> tuple[int, ...] | None:
+        return best_fit(free, capacity, req, units, self.weights, one_per_node)
 
 
 class ScarceFit(BestFit):

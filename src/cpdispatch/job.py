@@ -15,6 +15,8 @@ class Job:
     documented stand-in a reader sets when the trace has no walltime (see `estimate`).
     `recorded_wait` is the wait the real system's scheduler gave the job (SWF field 3; None when
     unknown or meaningless, e.g. after rescaling arrivals): the `recorded` baseline replays it.
+    `one_per_node`: its units must go to distinct nodes (Slurm's `-N K`: every listed node gets
+    its part), which every dispatcher honours and the simulator checks.
     """
 
     id: str
@@ -29,6 +31,7 @@ class Job:
     line: int = 0
     default_walltime: int | None = None
     recorded_wait: int | None = None
+    one_per_node: bool = False
 
     @property
     def estimate(self) -> int:

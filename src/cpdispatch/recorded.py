@@ -58,18 +58,19 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
     records = [JobRecord(job) for job in workload.jobs]
     capacity = np.asarray(system.capacity, dtype=np.int64)
     free = capacity.copy()
-    fits: dict[tuple[int, ...], int] = {}
+    fits: dict[tuple[tuple[int, ...], bool], int] = {}
     todo: list[tuple[int, int]] = []  # (recorded start, index)
     for i, rec in enumerate(records):
         job = rec.job
         if job.recorded_wait is None:
             rec.status, rec.reason = "rejected", "no recorded wait in the trace (SWF field 3 is -1)"
             continue
-        fit = fits.get(job.req)
+        key = (job.req, job.one_per_node)
+        fit = fits.get(key)
         if fit is None:
-            fit = fits[job.req] = system.max_units(job.req)
+            fit = fits[key] = system.max_units(*key)
         if job.units > fit:
-            rec.status, rec.reason = "rejected", system.unfit_reason(job.units, job.req, fit)
+            rec.status, rec.reason = "rejected", system.unfit_reason(job.units, job.req, fit, job.one_per_node)
             continue
         todo.append((job.submit + job.recorded_wait, i))
     todo.sort()
@@ -83,7 +84,7 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
             free[list(done.alloc.nodes)] += np.outer(done.alloc.counts, done.job.req)
         rec = records[i]
         job = rec.job
-        nodes = best_fit(free, capacity, job.req, job.units)
+        nodes = best_fit(free, capacity, job.req, job.units, one_per_node=job.one_per_node)
         if nodes is None:
             alloc = _overcommit(free, capacity, job.req, job.units)
             over.append(job.id)

@@ -94,24 +94,24 @@ class System:
     def type_index(self, name: str) -> int:
         return self.types.index(name)
 
-    def units_fitting(self, free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
+    def units_fitting(self, free: np.ndarray, req: tuple[int, ...], one_per_node: bool = False) -> np.ndarray:
         """How many units of per-unit request `req` fit on each node given `free` (nodes x types)."""
-        return units_fitting(free, req)
+        return units_fitting(free, req, one_per_node)
 
-    def max_units(self, req: tuple[int, ...]) -> int:
+    def max_units(self, req: tuple[int, ...], one_per_node: bool = False) -> int:
         """Units of `req` that fit on the empty system (AccaSim's CHECK_REQUEST test); 0 for a
         request of nothing, which no dispatcher could place."""
         if not any(a > 0 for a in req):
             return 0
-        return int(units_fitting(self.capacity, req).sum())
+        return int(units_fitting(self.capacity, req, one_per_node).sum())
 
-    def unfit_reason(self, units: int, req: tuple[int, ...], fit: int) -> str:
+    def unfit_reason(self, units: int, req: tuple[int, ...], fit: int, one_per_node: bool = False) -> str:
         """Why a job of `units` units of `req` (`fit` = max_units(req) < units) can never run."""
         if not any(a > 0 for a in req):
             return "requests no resource (every amount is 0)"
         want = ", ".join(f"{t} {a}" for t, a in zip(self.types, req) if a)
-        return (f"needs {units} unit{'s' if units != 1 else ''} of {{{want}}} but at most {fit} "
-                "fit on the empty system")
+        return (f"needs {units} unit{'s' if units != 1 else ''} of {{{want}}}{' on distinct nodes' * one_per_node} "
+                f"but at most {fit} fit on the empty system")
 
     def to_toml(self) -> str:
         lines = [f'name = "{self.name}"', f"start_time = {self.start_time}", ""]
@@ -134,17 +134,17 @@ class System:
 _UNLIMITED = np.iinfo(np.int64).max // 4
 
 
-def units_fitting(free: np.ndarray, req: tuple[int, ...]) -> np.ndarray:
+def units_fitting(free: np.ndarray, req: tuple[int, ...], one_per_node: bool = False) -> np.ndarray:
     """Per node (the last axis of `free` is the type), the number of units of `req` that fit in
-    `free`; a zero request never limits."""
+    `free` (at most 1 for a job whose units need distinct nodes); a zero request never limits."""
     out: np.ndarray | None = None
     for k, a in enumerate(req):
         if a > 0:
             col = free[..., k] // a
             out = col if out is None else np.minimum(out, col)
     if out is None:
-        return np.full(free.shape[:-1], _UNLIMITED, dtype=np.int64)
-    return out
+        out = np.full(free.shape[:-1], _UNLIMITED, dtype=np.int64)
+    return np.minimum(out, 1) if one_per_node else out
 
 
 #: The largest amount or start time a system file may hold (as for traces), and the most nodes.

@@ -62,6 +62,8 @@ def schedule_errors(result: SimulationResult, kill_at_walltime: bool | None = No
                 or not all(0 <= n < result.system.n_nodes for n in alloc.nodes)):
             errors.append(f"job {job.id}: invalid allocation {alloc} (a node repeated, empty or unknown)")
             continue
+        if job.one_per_node and max(alloc.counts, default=1) > 1:
+            errors.append(f"job {job.id}: its units need distinct nodes, got {alloc}")
         if rec.end == rec.start:
             continue  # uses nothing over time
         for node, k in zip(alloc.nodes, alloc.counts):

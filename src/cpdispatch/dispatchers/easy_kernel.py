@@ -21,15 +21,20 @@ FITS_ANY = np.iinfo(np.int64).max // 4
 
 @njit(cache=True, inline="always")  # 10% faster passes, 5 s more to compile once
 def _node_fit(amounts: np.ndarray, n: int, shapes: np.ndarray, s: int) -> int:
-    """Units of shape `s` (a column of `shapes`) that fit in row `n` of `amounts`; FITS_ANY if the
-    shape asks nothing. (Indices, not row views: a view costs reference counting in a hot loop.)"""
+    """Units of shape `s` (a column of `shapes`: per-unit request, then the most units per node, 0
+    for no limit) that fit in row `n` of `amounts`; FITS_ANY if the shape asks nothing. (Indices,
+    not row views: a view costs reference counting in a hot loop.)"""
     out = FITS_ANY
-    for k in range(shapes.shape[0]):
+    types = amounts.shape[1]
+    for k in range(types):
         a = shapes[k, s]
         if a > 0:
             q = amounts[n, k] // a if a != 1 else amounts[n, k]  # one core per unit: no division
             if q < out:
                 out = q
+    most = shapes[types, s]
+    if most > 0 and most < out:
+        out = most
     return out
 
 

@@ -78,14 +78,20 @@ class GreedyPass:
         if not self.may_start(job):
             return None
         units, req, totals = job.units, job.req, self.totals
-        nodes = self.alloc(self.free, self.capacity, req, units)
+        nodes = self.alloc(self.free, self.capacity, req, units, job.one_per_node)
         self.allocs += 1
         if nodes is None:
-            self.failed.add(units, req)
+            if not job.one_per_node:  # (a packed request that fails implies the spread one fails, not back)
+                self.failed.add(units, req)
             return None
         for k, a in enumerate(req):
             totals[k] -= a * units
         return nodes
+
+
+def shape_key(job: Job) -> tuple[int, ...]:
+    """A job's column of `QueueCache.shapes`: its per-unit request, then its most units per node."""
+    return (*job.req, int(job.one_per_node))
 
 
 class QueueCache:
@@ -110,7 +116,8 @@ class QueueCache:
         self.data = np.zeros((self.TOTALS, 0), dtype=np.int64)
         self.in_submit_order = True
         self.shape_ids: dict[tuple[int, ...], int] = {}  # a new dict whenever shapes are renumbered
-        self.shapes = np.zeros((0, 0), dtype=np.int64)  # (types x shapes) per-unit requests
+        self.shapes = np.zeros((0, 0), dtype=np.int64)  # (types + 1 x shapes) per-unit requests, then
+        # the most units per node (0: no limit; 1: a job whose units need distinct nodes)
 
     @property
     def submit(self) -> np.ndarray:
@@ -156,7 +163,7 @@ class QueueCache:
 
     def _reset(self, ntypes: int) -> None:
         if self.ntypes != ntypes:
-            self.shape_ids, self.shapes = {}, np.zeros((ntypes, 0), dtype=np.int64)
+            self.shape_ids, self.shapes = {}, np.zeros((ntypes + 1, 0), dtype=np.int64)
         self.ntypes = ntypes
         self.data = np.zeros((self.TOTALS + ntypes, 0), dtype=np.int64)
         self.in_submit_order = True
@@ -166,9 +173,9 @@ class QueueCache:
         ntypes = self.ntypes
         ids = self.shape_ids
         known = len(ids)
-        rows = [self._row(q, ids.setdefault(q.job.req, len(ids))) for q in queued]
+        rows = [self._row(q, ids.setdefault(shape_key(q.job), len(ids))) for q in queued]
         if len(ids) > known:
-            fresh = np.array(list(ids)[known:], dtype=np.int64).reshape(len(ids) - known, ntypes).T
+            fresh = np.array(list(ids)[known:], dtype=np.int64).reshape(len(ids) - known, ntypes + 1).T
             self.shapes = np.concatenate((self.shapes, fresh), axis=1)
         new = np.array(rows, dtype=np.int64).reshape(len(rows), self.TOTALS + ntypes).T
         if self.in_submit_order:
@@ -271,9 +278,9 @@ class LiveQueueCache(QueueCache):
 
     def _append(self, new: Sequence[QueuedJob]) -> None:
         n, k = len(self.items), len(new)
-        if k == 1 and n < self._buf.shape[1] and new[0].job.req in self.shape_ids:  # one submission
+        if k == 1 and n < self._buf.shape[1] and shape_key(new[0].job) in self.shape_ids:  # one submission
             q = new[0]
-            shape = self.shape_ids[q.job.req]
+            shape = self.shape_ids[shape_key(q.job)]
             self._buf[:, n] = self._row(q, shape)
             self.shape_live[shape] += 1
             if self.in_submit_order and n:

@@ -47,6 +47,9 @@ class Cluster:
         else:
             pairs = Counter(start.nodes)
             keys, counts = list(pairs), list(pairs.values())
+            if job.one_per_node:
+                node, count = max(pairs.items(), key=lambda p: p[1])
+                return f"its units need distinct nodes, but node {node} got {count}"
         for node in keys:
             if not (isinstance(node, int | np.integer) and 0 <= node < n_nodes):
                 return f"no node with index {node!r} (node indices are 0..{n_nodes - 1})"

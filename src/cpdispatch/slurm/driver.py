@@ -35,7 +35,6 @@ from .state import (
     SlurmJob,
     build_system,
     feature_match,
-    most_units,
     read_jobs,
     read_node,
     up_partitions,
@@ -411,9 +410,9 @@ class Driver:
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
             return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
                     "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
-        fit = most_units(system, job.req, j.request.distinct)
+        fit = system.max_units(job.req, job.one_per_node)
         if fit < job.units:
-            return system.unfit_reason(job.units, job.req, fit)
+            return system.unfit_reason(job.units, job.req, fit, job.one_per_node)
         return ""
 
     def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,

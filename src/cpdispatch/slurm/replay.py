@@ -23,7 +23,7 @@ from ..system import System
 from . import local_cluster
 from .commands import SlurmCommands
 from .driver import Driver
-from .state import SlurmJob, build_system, most_units, read_node, up_partitions
+from .state import SlurmJob, build_system, read_node, up_partitions
 
 MAX_LOCAL_NODES = 64
 TAG_NAME = "cpd-replay-"
@@ -54,7 +54,7 @@ def fits(job: Job, system: System) -> bool:
     """Whether the job, submitted as `sbatch_request` asks, can ever run on `system` (GPU jobs
     take one node per unit)."""
     one_per_node = bool(dict(zip(system.types, job.req)).get("gpu"))
-    return most_units(system, job.req, one_per_node) >= job.units
+    return system.max_units(job.req, one_per_node) >= job.units
 
 
 def specs_for(system: System) -> list[local_cluster.NodeSpec]:

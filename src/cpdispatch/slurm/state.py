@@ -87,13 +87,6 @@ def read_node(raw: dict[str, Any], up_partitions: set[str]) -> Node:
     return Node(str(raw["name"]), cap, used, parts, why, features)
 
 
-def most_units(system: System, req: tuple[int, ...], one_per_node: bool) -> int:
-    """Units of `req` the empty system holds; with `one_per_node`, the nodes that hold one."""
-    if one_per_node:
-        return int((system.units_fitting(system.capacity, req) > 0).sum())
-    return system.max_units(req)
-
-
 def build_system(nodes: list[Node], name: str, every: list[Node] | None = None) -> System:
     """`nodes` as a System (node names are Slurm's; groups gather equal capacities). The types
     come from `every` node, usable or not, so that a GPU request still counts when every GPU node
@@ -210,7 +203,7 @@ class SlurmJob:
         default = None if wall is not None else default_walltime
         return Job(id=self.id, submit=self.submit, units=self.request.units, req=self.request.req(types),
                    walltime=wall, runtime=wall or default_walltime, user=self.user, name=self.name,
-                   queue=self.partition, default_walltime=default)
+                   queue=self.partition, default_walltime=default, one_per_node=self.request.distinct)
 
 
 def _array_tasks(text: str) -> list[str]:

@@ -200,12 +200,13 @@ def workload_stats(workload: Workload, system: System) -> dict[str, Any]:
         "runtime_over_walltime": _percentiles(ratio),
         "overruns": sum(1 for r, w in given if r > w),
     }
-    fits: dict[tuple[int, ...], int] = {}
+    fits: dict[tuple[tuple[int, ...], bool], int] = {}
     unfit = 0
     for j in jobs:
-        cap_units = fits.get(j.req)
+        key = (j.req, j.one_per_node)
+        cap_units = fits.get(key)
         if cap_units is None:
-            cap_units = fits[j.req] = system.max_units(j.req)
+            cap_units = fits[key] = system.max_units(*key)
         unfit += cap_units < j.units
     stats["unfit"] = unfit
     stats["notes"] = {k: v for k, v in workload.notes.items() if k != "header"}

@@ -4,8 +4,10 @@ Columns: `job_id, submit, user, name, queue, units, walltime, runtime`, then `re
 per-unit amount of each type (`mem` in MB). Times are integer seconds from trace time 0; an unknown
 walltime is empty. An optional `recorded_wait` column (written when some job has one) carries the
 wait the real scheduler gave the job (SWF field 3, for the `recorded` baseline; empty or not a
-whole number: unknown). Reading onto a system: a `req_<type>` column the system lacks rejects the
-jobs that ask a non-zero amount of it; a system type the file lacks is 0. Columns are found by name.
+whole number: unknown). An optional `one_per_node` column (1: the job's units need distinct
+nodes, as Slurm's `-N`; empty or 0: they may share one; written when some job has 1). Reading onto
+a system: a `req_<type>` column the system lacks rejects the jobs that ask a non-zero amount of it;
+a system type the file lacks is 0. Columns are found by name.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .reading import (
 
 NATIVE_COLUMNS = ("job_id", "submit", "user", "name", "queue", "units", "walltime", "runtime")
 RECORDED_WAIT = "recorded_wait"
+ONE_PER_NODE = "one_per_node"
 
 
 def _parse_int(path: str, line: int, column: str, text: str, minimum: int = 0) -> int:
@@ -65,6 +68,8 @@ def _row_error(path: str, line: int, row: list[str], width: int, col: dict[str, 
                 _parse_int(path, line, name, text, minimum=1 if name == "units" else 0)
     except InputError as err:
         return err
+    if ONE_PER_NODE in col and row[col[ONE_PER_NODE]].strip() not in ("", "0", "1"):
+        return InputError(path, line, ONE_PER_NODE, f"{row[col[ONE_PER_NODE]]!r} is not 0 or 1")
     return InputError(path, line, None, "malformed row")
 
 
@@ -86,7 +91,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
     rejected: list[Rejection] = []
     skipped: list[InputError] = []
     c_id, c_sub, c_user, c_name, c_queue, c_units, c_wall, c_run = (col[c] for c in NATIVE_COLUMNS)
-    c_rec = col.get(RECORDED_WAIT)
+    c_rec, c_one = col.get(RECORDED_WAIT), col.get(ONE_PER_NODE)
     width = len(header)
     with no_gc():
         for row in reader:
@@ -102,7 +107,8 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
                 wall_s = row[c_wall]
                 walltime = int(wall_s) if wall_s.strip() else None
                 amounts = tuple([int(row[i]) for i in req_idx])
-                if (
+                one = c_one is not None and row[c_one].strip() == "1"
+                if (c_one is not None and not one and row[c_one].strip() not in ("", "0")) or (
                     not jid or submit < 0 or units < 1 or runtime < 0 or (walltime is not None and walltime < 0)
                     or (amounts and min(amounts) < 0)
                     or max(submit, units, runtime, walltime or 0, *amounts) > MAX_VALUE
@@ -118,6 +124,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
                 jid, submit, units, req if isinstance(req, tuple) else zero, walltime, runtime,
                 row[c_user], row[c_name], row[c_queue], reader.line_num,
                 recorded_wait=int(row[c_rec]) if c_rec is not None and row[c_rec].strip().isdigit() else None,
+                one_per_node=one,
             )
             if isinstance(req, str):
                 rejected.append(Rejection(job, req))
@@ -158,12 +165,16 @@ def write_native(path: str, workload: Workload, system: System) -> int:
         raise ValueError(f"job {bad.id} has {len(bad.req)} request amounts, system {system.name} has {width} types")
     with open_write(path) as fh:
         w = csv.writer(fh, lineterminator="\n")
-        recorded = any(j.recorded_wait is not None for j in workload.jobs)  # the column only if it says something
-        w.writerow([*NATIVE_COLUMNS, *(f"req_{t}" for t in system.types), *([RECORDED_WAIT] if recorded else [])])
+        recorded = any(j.recorded_wait is not None for j in workload.jobs)  # the columns only if they say something
+        spread = any(j.one_per_node for j in workload.jobs)
+        w.writerow([*NATIVE_COLUMNS, *(f"req_{t}" for t in system.types), *([RECORDED_WAIT] if recorded else []),
+                    *([ONE_PER_NODE] if spread else [])])
         for j in workload.jobs:
             row = [j.id, j.submit, j.user, j.name, j.queue, j.units, "" if j.walltime is None else j.walltime,
                    j.runtime, *j.req]
             if recorded:
                 row.append("" if j.recorded_wait is None else j.recorded_wait)
+            if spread:
+                row.append(int(j.one_per_node))
             w.writerow(row)
     return len(workload.jobs)

@@ -271,7 +271,7 @@ class CpDispatcher(Dispatcher):
 
         def cp_job(q: QueuedJob) -> CpJob:
             return CpJob(q.job.id, q.job.units, q.job.req, clamp(q.predicted), now - q.job.submit,
-                         self.ewt_of(q.job), q.job.queue)
+                         self.ewt_of(q.job), q.job.queue, q.job.one_per_node)
 
         jobs = tuple(cp_job(q) for q in selected)
         chosen = {j.id for j in jobs}
@@ -485,13 +485,13 @@ def eligible(free: np.ndarray, jobs: list[Job]) -> list[bool]:
     amounts reach the job's units. One numpy pass per distinct per-unit request."""
     totals = free.sum(axis=0).tolist()
     out = [all(j.units * a <= t for a, t in zip(j.req, totals)) for j in jobs]
-    groups: dict[tuple[int, ...], list[int]] = {}
+    groups: dict[tuple[tuple[int, ...], bool], list[int]] = {}
     for i, j in enumerate(jobs):
         if out[i]:
-            groups.setdefault(j.req, []).append(i)
-    for req, members in groups.items():
+            groups.setdefault((j.req, j.one_per_node), []).append(i)
+    for (req, one), members in groups.items():
         units = np.array([jobs[i].units for i in members], dtype=np.int64)
-        fit = np.sort(np.minimum(units_fitting(free, req), int(units.max())))
+        fit = np.sort(np.minimum(units_fitting(free, req, one), int(units.max())))
         cum = np.concatenate(([0], np.cumsum(fit)))
         below = np.searchsorted(fit, units, side="left")  # nodes where fewer than `units` fit
         room = cum[below] + units * (len(fit) - below)  # sum over nodes of min(fit, units)
@@ -515,7 +515,7 @@ def fast_path(
     cap = snapshot.system.capacity
     starts = []
     for q in ordered:
-        nodes = best_fit(work, cap, q.job.req, q.job.units, weights)
+        nodes = best_fit(work, cap, q.job.req, q.job.units, weights, q.job.one_per_node)
         if nodes is None:
             return None
         starts.append(Start(q.job.id, nodes))
@@ -532,6 +532,8 @@ def take(work: np.ndarray, nodes: tuple[int, ...], job: CpJob) -> bool:
     if idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= work.shape[0]:
         return False
     uniq, counts = np.unique(idx, return_counts=True)
+    if job.one_per_node and len(uniq) < len(idx):
+        return False
     need = counts[:, None] * np.asarray(job.req, dtype=np.int64)
     if (work[uniq] < need).any():
         return False
@@ -555,7 +557,7 @@ def extract_starts(
         placed = []
         for job in inst.jobs:
             if plan.starts.get(job.id) == 0:
-                got = best_fit(work, cap, job.req, job.units, inst.weights)
+                got = best_fit(work, cap, job.req, job.units, inst.weights, job.one_per_node)
                 if got is None:
                     break
                 placed.append(Start(job.id, got))
@@ -569,7 +571,7 @@ def extract_starts(
             continue
         nodes = plan.nodes.get(job.id)
         if nodes is None:
-            got = best_fit(work, cap, job.req, job.units, inst.weights)
+            got = best_fit(work, cap, job.req, job.units, inst.weights, job.one_per_node)
             if got is not None:
                 starts.append(Start(job.id, got))
         elif take(work, tuple(nodes), job):

@@ -115,11 +115,11 @@ class _Profile:
         return idx, ends[idx]
 
     def windows(
-        self, req: tuple[int, ...], units: int, d: int
+        self, req: tuple[int, ...], units: int, d: int, one_per_node: bool = False
     ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """In time order, the segments i at which `units` units of `req` could start for `d`, with
-        the nodes that have room for a unit through the whole window and their minimum free
-        amounts. Stop iterating before changing the profile.
+        """In time order, the segments i at which `units` units of `req` (on distinct nodes with
+        `one_per_node`) could start for `d`, with the nodes that have room for a unit through the
+        whole window and their minimum free amounts. Stop iterating before changing the profile.
 
         Most candidates that pass the totals test fail at their own first segment (on congested
         HPC2N instances, 800 of 870 per plan), so that test is done for a chunk of candidates at
@@ -131,14 +131,14 @@ class _Profile:
             pos, chunk = pos + chunk, chunk * CHUNK_GROWTH
             self.array(int(ci[-1]))
             rows = np.fromiter((self.rows[i] for i in ci.tolist()), np.intp, len(ci))
-            ok = np.minimum(units_fitting(self._buf[rows], req), units).sum(axis=1) >= units
+            ok = np.minimum(units_fitting(self._buf[rows], req, one_per_node), units).sum(axis=1) >= units
             for i, end in zip(ci[ok].tolist(), ce[ok].tolist()):
-                room = self._window_room(i, end, req, units)
+                room = self._window_room(i, end, req, units, one_per_node)
                 if room is not None:
                     yield i, *room
 
     def _window_room(
-        self, i: int, end: int, req: tuple[int, ...], units: int
+        self, i: int, end: int, req: tuple[int, ...], units: int, one_per_node: bool
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Nodes with room for a unit through segments [i, end) and their minimum free amounts,
         or None when fewer than `units` units fit through the window."""
@@ -154,7 +154,7 @@ class _Profile:
                 rows = np.repeat(np.array([r for r, _ in parts], dtype=np.intp), [len(n) for _, n in parts])
                 low = a.copy()
                 np.minimum.at(low, nodes, self._buf[rows, nodes])
-        fit = units_fitting(low, req)
+        fit = units_fitting(low, req, one_per_node)
         cand = np.flatnonzero(fit > 0)
         if int(np.minimum(fit[cand], units).sum()) < units:
             return None
@@ -203,8 +203,8 @@ def greedy_plan(instance: Instance) -> Plan:
     for job in instance.jobs:
         req = tuple(job.req[k] for k in kinds)
         d = max(1, job.duration)
-        for i, cand, low in prof.windows(req, job.units, d):
-            picked = best_fit(low.copy(), prof.capacity[cand], req, job.units, weights)
+        for i, cand, low in prof.windows(req, job.units, d, job.one_per_node):
+            picked = best_fit(low.copy(), prof.capacity[cand], req, job.units, weights, job.one_per_node)
             if picked is None:  # cannot happen: `windows` checked the unit count
                 continue
             nodes = tuple(cand[list(picked)].tolist()) if picked else ()

@@ -25,6 +25,7 @@ class CpJob:
     wait: int
     ewt: int = 1800
     queue: str = ""
+    one_per_node: bool = False
 
 
 @dataclass(frozen=True, slots=True)

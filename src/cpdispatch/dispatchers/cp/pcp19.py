@@ -183,17 +183,21 @@ class PerNodeModel(BuiltModel):
         self._repaired: Plan | None = None
 
         on_node: dict[int, list[_Entry]] = {}
-        fit_cache: dict[tuple[int, ...], np.ndarray] = {}
+        fit_cache: dict[tuple[tuple[int, ...], bool], np.ndarray] = {}
         kept: list[CpJob] = []
         for job in instance.jobs:
-            fit = fit_cache.get(job.req)
+            key = (job.req, job.one_per_node)
+            fit = fit_cache.get(key)
             if fit is None:
                 if any(a > 0 for a in job.req):
-                    fit = units_fitting(base, job.req)
-                else:  # a job asking for nothing: any one node will do, keep the model small
+                    fit = units_fitting(base, *key)  # at most 1 per node for a job spread over nodes
+                else:  # a job asking for nothing: any node(s) will do, keep the model small
                     fit = np.zeros(n_nodes, dtype=np.int64)
-                    fit[0] = job.units
-                fit_cache[job.req] = fit
+                    if job.one_per_node:
+                        fit[:job.units] = 1
+                    else:
+                        fit[0] = job.units
+                fit_cache[key] = fit
             caps = np.minimum(fit, job.units)
             nodes = np.flatnonzero(caps)
             if int(caps[nodes].sum()) < job.units:
@@ -362,14 +366,14 @@ def restricted_greedy(built: PerNodeModel) -> Plan | None:
         vec = np.asarray(req, dtype=np.int64)
         d = max(1, job.duration)
         caps = built.caps[job.id]
-        for i, cand, low in prof.windows(req, job.units, d):
+        for i, cand, low in prof.windows(req, job.units, d, job.one_per_node):
             if prof.times[i] > inst.horizon:
                 return None
             allowed = caps[cand]
             keep = allowed > 0
             cand, low, allowed = cand[keep], low[keep], allowed[keep]
             low = np.where(vec > 0, np.minimum(low, allowed[:, None] * vec), low)  # at most `cap` units
-            picked = best_fit(low, prof.capacity[cand], req, job.units, weights)
+            picked = best_fit(low, prof.capacity[cand], req, job.units, weights, job.one_per_node)
             if picked is None:
                 continue
             nodes = tuple(cand[list(picked)].tolist()) if picked else ()

@@ -242,6 +242,11 @@ class Axes:
         return cp_model.Domain.from_flat_intervals(flat)
 
 
+def spread(job: CpJob) -> bool:
+    """Whether the job's units must go to distinct nodes (and it has several)."""
+    return job.one_per_node and job.units > 1
+
+
 _AXES: dict[int, tuple[System, Axes]] = {}
 
 
@@ -308,10 +313,12 @@ class Reductions:
 
 def reductions_of(
     axes: Axes, queued: Sequence[tuple[int, ...]], running: Sequence[tuple[int, ...]], drop: bool = True,
-    fluid: bool = True,
+    fluid: bool = True, spread: Sequence[tuple[int, ...]] = (),
 ) -> Reductions:
     """The reductions of a model of queued units asking `queued` beside running units asking
-    `running` (per-unit requests); `drop` and `fluid` switch them (both: the default)."""
+    `running` (per-unit requests); `drop` and `fluid` switch them (both: the default). The types
+    of `spread` requests (jobs whose units need distinct nodes) are never fluid: the cumulative
+    alone would let two of a job's units share a node."""
     dropped = _dominated_types(axes, set(queued) | set(running)) if drop else frozenset()
     folds = _folds(axes, {tuple(0 if t in dropped else a for t, a in enumerate(q)) for q in queued},
                    dropped) if drop else ()
@@ -325,6 +332,10 @@ def reductions_of(
         single = len(types) == 1 and req[types[0]] == 1
         for t in types:
             is_fluid[t] = is_fluid.get(t, True) and single
+    for req in map(red.request, spread):
+        for t, a in enumerate(req):
+            if a > 0:
+                is_fluid[t] = False
     return Reductions(dropped, folds, frozenset(t for t, ok in is_fluid.items() if ok))
 
 
@@ -515,7 +526,8 @@ class Pcp20Model(BuiltModel):
         self.running_intervals = 0  # fixed [0, remaining) intervals: one constraint each in the proto
         self.hint_complete = False
         red = reductions_of(self.axes, [j.req for j in instance.jobs],
-                            [r.req for r in instance.running if r.alloc.nodes], drop_dominated, fluid)
+                            [r.req for r in instance.running if r.alloc.nodes], drop_dominated, fluid,
+                            [j.req for j in instance.jobs if spread(j)])
         self.reductions = red
         self.dropped_types, self.folds, self.fluid_types = red.dropped, red.folds, red.fluid
         if max_units > 0:
@@ -562,6 +574,7 @@ class Pcp20Model(BuiltModel):
                 continue
             ordered = not self.all_different and job.units > 1
             domains = geo.sparse_domains if self.sparse_domains else geo.position_domains
+            node_var = geo.node_var or spread(job)  # distinct nodes are said on node variables
             for i in range(job.units):
                 ys = []
                 for t, a, dom in zip(geo.types, geo.amounts, domains):
@@ -571,7 +584,7 @@ class Pcp20Model(BuiltModel):
                         )
                     ys.append(m.new_int_var_from_domain(dom, f"y_{job.id}_{i}_{t}"))
                 jv.positions.append(ys)
-                if geo.node_var:
+                if node_var:
                     v = m.new_int_var_from_domain(geo.node_domain, f"v_{job.id}_{i}")
                     jv.nodes.append(v)
                     jv.pieces.append(self._link(geo, v, ys, f"{job.id}_{i}"))
@@ -585,7 +598,7 @@ class Pcp20Model(BuiltModel):
         last: dict[tuple[object, ...], cp_model.IntVar] = {}
         for jv in self.jobs:
             j = jv.job
-            key: tuple[object, ...] = (j.units, j.req, max(1, j.duration))
+            key: tuple[object, ...] = (j.units, j.req, max(1, j.duration), j.one_per_node)
             if self.objective_kind != "slowdown":
                 key += (j.wait, j.ewt)
             if key in last:
@@ -621,7 +634,13 @@ class Pcp20Model(BuiltModel):
             else:
                 for y1, y2 in itertools.pairwise(column):
                     m.add(y1 + a <= y2)
-        if not self.all_different:
+        if spread(jv.job):  # one unit per node (Slurm's -N): v_j < v_{j+1}, or all different
+            if self.all_different:
+                m.add_all_different(jv.nodes)
+            else:
+                for v1, v2 in itertools.pairwise(jv.nodes):
+                    m.add(v1 + 1 <= v2)
+        elif not self.all_different:
             for v1, v2 in itertools.pairwise(jv.nodes):
                 m.add(v1 <= v2)
 

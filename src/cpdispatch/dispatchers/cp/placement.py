@@ -82,7 +82,8 @@ class SecondStage:
         by_id = {q.job.id: q for q in ordered}
         s0 = [by_id[s.job_id] for s in starts]
         red = reductions_of(axes_of(snapshot.system), [q.job.req for q in s0 + rest],
-                            [r.job.req for r in snapshot.running if r.alloc.nodes], self.reductions, self.reductions)
+                            [r.job.req for r in snapshot.running if r.alloc.nodes], self.reductions, self.reductions,
+                            [q.job.req for q in s0 + rest if q.job.one_per_node and q.job.units > 1])
         if red.placement_free([q.job.req for q in s0 + rest]):
             return starts, "fluid", None, 0
         inst = d.instance(snapshot, s0 + rest)
