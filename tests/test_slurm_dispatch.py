@@ -446,9 +446,11 @@ def test_no_slurm_configuration_is_one_line(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], tmp_path: Path) -> None:
-    """A job whose dependency is unmet stays held; a released job Slurm cannot run where it is
-    pinned (a GPU job on a CPU node, as a broken earlier driver might leave it) returns to the
-    queue and then starts where it can run."""
+    """A job whose dependency is unmet stays held (and `slurm status` says why); a released job
+    Slurm cannot run where it is pinned (a GPU job on a CPU node, as a broken earlier driver might
+    leave it) returns to the queue and then starts where it can run."""
+    from .test_cli import cli
+
     lease(cluster, "closed")
     first = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3").stdout.strip()
     after = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", f"--dependency=afterok:{first}",
@@ -470,6 +472,9 @@ def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], 
     assert done.returncode == 0, done.stderr
     assert f"job {after} stays held: dependency not met" in done.stderr
     assert job(cluster, after)["priority"] == 0
+    code, out, _ = cli("slurm", "status", "--state-dir", str(state))
+    assert code == 0 and re.search(rf"{after}  dependency not met \(afterok:{first}", out), out
+    assert "lease (closed, 10 s" in out and "new jobs are held while no driver runs" in out
     # Slurm itself holds a job it cannot run where pinned (BadConstraints, priority 0); others the
     # driver holds again: either way it returns to the queue and is pinned where it can run
     wait_for(lambda: once().returncode == 0 and job(cluster, gpu_id)["job_state"] == "COMPLETED", 60,

@@ -353,11 +353,16 @@ def _check_conf(args: argparse.Namespace) -> None:
 
 def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     from .slurm.driver import Driver, format_summary
+    from .slurm.metrics import Metrics
 
     parts, failsafe = _live_parts(args), _failsafe(args)  # the options first, then the cluster
+    if args.journal_max_mb <= 0:
+        raise CpdispatchError(f"--journal-max-mb {args.journal_max_mb:g}: must be > 0")
     _check_conf(args)
+    metrics = Metrics(args.metrics_port, args.metrics_address) if args.metrics_port else None
     driver = Driver(*parts, state_dir=Path(args.state_dir), shadow=args.shadow,
-                    rehold_after=args.rehold_after, failsafe=failsafe)
+                    rehold_after=args.rehold_after, failsafe=failsafe, metrics=metrics,
+                    journal_max_bytes=int(args.journal_max_mb * 1e6))
     try:
         with interrupt.stopping_gracefully():
             summary = driver.run(poll=args.poll, once=args.once)
@@ -443,6 +448,13 @@ def _failsafe(args: argparse.Namespace, conf: str | None = None) -> Any:
                               "begin time is pushed before it comes")
     path = Path(args.lease_file) if args.lease_file else default_lease_file(conf or args.conf)
     return FailSafe(path, args.lease, "closed" if args.fail_closed else "open")
+
+
+def cmd_slurm_status(args: argparse.Namespace) -> int:
+    from .slurm.status import format_status, read_status
+
+    print(format_status(read_status(Path(args.state_dir))))
+    return 0
 
 
 def cmd_slurm_lua(args: argparse.Namespace) -> int:
@@ -653,7 +665,16 @@ def _add_slurm(sub: Any) -> None:
     _add_live(s)
     s.add_argument("--shadow", action="store_true", help="decide and log, but send no command to Slurm")
     s.add_argument("--once", action="store_true", help="one round, then exit")
+    s.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics on this port (rounds, latency per part, queue, starts, lease age)")
+    s.add_argument("--metrics-address", default="0.0.0.0", help="the address the metrics are served on")
+    s.add_argument("--journal-max-mb", type=float, default=100.0, metavar="MB",
+                   help="rotate journal.jsonl at this size (4 old files kept)")
     s.set_defaults(func=cmd_slurm_dispatch)
+    s = _parser(ssub, "status", "what a driver did and is doing: its last rounds, each job not started and why, "
+                                "its lease (from --state-dir's status.json; works while it is down)")
+    s.add_argument("--state-dir", default="cpdispatch-slurm-state", help="the driver's state folder")
+    s.set_defaults(func=cmd_slurm_status)
     s = _parser(ssub, "job-submit-lua", "print the job_submit.lua that makes the cluster wait for the driver "
                                         "while its lease is fresh (install it beside slurm.conf)")
     s.add_argument("--lease-file", default=None, help="the lease it reads (None: cpdispatch.lease beside slurm.conf)")

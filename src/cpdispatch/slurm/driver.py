@@ -7,6 +7,7 @@ committed, running) and from the journal of finished jobs' run times.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import deque
@@ -27,6 +28,7 @@ from ..system import System, units_fitting
 from .commands import SlurmCommands
 from .failsafe import HELD_TAG, WAIT_TAG, FailSafe, check_lease_file
 from .intents import Journal, job_from_record, job_record, read_journal
+from .metrics import Metrics
 from .state import (
     STUCK_REASONS,
     TAG,
@@ -39,6 +41,7 @@ from .state import (
     read_node,
     up_partitions,
 )
+from .status import KEEP_ROUNDS, write_status
 
 MAX_REFUSALS = 3  # Slurm refusing a pin this often means a request the driver does not model
 KEEP_TIMINGS = 100_000  # rounds whose timings the summary covers (the last ones)
@@ -128,15 +131,18 @@ class Driver:
 
     def __init__(self, dispatcher: Dispatcher, predictor: Predictor, commands: SlurmCommands, state_dir: Path, *,
                  shadow: bool = False, rehold_after: float = 3.0, default_walltime: int = 3600,
-                 failsafe: FailSafe | None = None, log: TextIO = sys.stderr,
-                 clock: Callable[[], float] = time.time) -> None:
+                 failsafe: FailSafe | None = None, metrics: Metrics | None = None, journal_max_bytes: int = 0,
+                 log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
         self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
         self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
         self.failsafe = None if shadow else failsafe  # a shadow driver must not look alive
         if self.failsafe is not None:
             check_lease_file(self.failsafe.path)
+        self.metrics, self.state_dir = metrics, state_dir
+        self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
+        self.why: dict[str, str] = {}  # each job not started: why, this round
         self.clock, self.log = clock, log
-        self.journal = Journal(state_dir / "journal.jsonl")
+        self.journal = Journal(state_dir / "journal.jsonl", journal_max_bytes)
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.rounds = 0
         self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed", "taken", "deferred"), 0)
@@ -215,6 +221,8 @@ class Driver:
         t0 = time.perf_counter()
         if self.failsafe is not None:  # before reading: jobs submitted from now on wait for this driver
             self.failsafe.renew(self.clock())
+            if self.metrics is not None:
+                self.metrics.renewed = self.clock()
         raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
@@ -254,9 +262,27 @@ class Driver:
                                decide_s=round(fig.decide_s, 4), apply_s=round(fig.apply_s, 4), starts=fig.starts,
                                reheld=fig.reheld, taken=fig.taken, deferred=fig.deferred)
         self._count(fig)
+        self._report(fig)
         if acted:
             self.say(fig.line())
         return fig
+
+    def _report(self, fig: RoundFigures) -> None:
+        """status.json (for `slurm status`) and the metrics, once per round."""
+        if self.metrics is not None:
+            self.metrics.observe(fig)
+        self.recent.append({"round": fig.round, "time": fig.time, "queued": fig.queued, "running": fig.running,
+                            "started": len(fig.starts), "read_ms": fig.read_s * 1e3, "decide_ms": fig.decide_s * 1e3,
+                            "apply_ms": fig.apply_s * 1e3})
+        fs = self.failsafe
+        started = set(fig.starts)
+        write_status(self.state_dir, {
+            "t": self.clock(), "round": fig.round, "pid": os.getpid(), "dispatcher": self.dispatcher.name,
+            "predictor": self.predictor.name, "shadow": self.shadow,
+            "failsafe": {"mode": fs.mode, "seconds": fs.seconds, "file": str(fs.path)} if fs else None,
+            "rounds": list(self.recent), "counts": self.counts,
+            "waiting": [{"job": j, "why": w} for j, w in self.why.items() if j not in started],
+        })
 
     def _count(self, fig: RoundFigures) -> None:
         self.rounds += 1
@@ -350,11 +376,14 @@ class Driver:
         np.clip(free, 0, None, out=free)
         free.setflags(write=False)
         queued, offered = [], {}
+        self.why = {}
         for j in sorted((j for j in jobs if j.kind in ("held", "waiting", "blocked")), key=lambda j: (j.submit, j.id)):
             if j.begin_after > now:  # its user's --begin: offered from then on
+                self.why[j.id] = f"its --begin is {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(j.begin_after))}"
                 continue
             job = j.job(system.types, self.default_walltime)
             why = self._never(j, job, system, partitions)
+            self.why[j.id] = why or f"offered to {self.dispatcher.name}, which did not start it"
             if why:
                 if j.id not in self.unplaceable:
                     self.unplaceable.add(j.id)
@@ -494,6 +523,8 @@ class Driver:
                 if once:
                     raise
                 self.failed_reads += 1
+                if self.metrics is not None:
+                    self.metrics.failed_reads.inc()
                 self.journal.write("read_failed", error=str(exc)[-300:])
                 self.say(f"round skipped: {exc}")
             if once or interrupt.received is not None:

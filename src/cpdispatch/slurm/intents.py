@@ -16,20 +16,33 @@ from ..job import Job
 
 
 class Journal:
-    """JSON lines, one object per event, each with the wall-clock time `t`."""
+    """JSON lines, one object per event, each with the wall-clock time `t`. With `max_bytes`, a
+    journal that reaches it is rotated (`path` -> `path.1` -> ... -> `path.<keep>`, the oldest
+    dropped), so that a driver running for months keeps a bounded disk."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int = 0, keep: int = 4) -> None:
+        self.path, self.max_bytes, self.keep = path, max_bytes, keep
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = path.open("a", encoding="utf-8")
         except OSError as exc:
             raise CpdispatchError(f"--state-dir {path.parent}: cannot write {path.name} ({exc.strerror})") from None
-        self.path = path
 
     def write(self, kind: str, **fields: Any) -> None:
         self._file.write(json.dumps({"t": round(time.time(), 3), "kind": kind, **fields}) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
+        if self.max_bytes and self._file.tell() >= self.max_bytes:
+            self._rotate()
+
+    def _rotate(self) -> None:
+        self._file.close()
+        for i in range(self.keep - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{i}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{i + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        self._file = self.path.open("a", encoding="utf-8")
 
     def close(self) -> None:
         self._file.close()
