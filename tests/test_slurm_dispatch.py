@@ -137,8 +137,8 @@ def _driver(env: dict[str, str], state: Path, *extra: str) -> subprocess.Popen[s
 def _pins(state: Path) -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
     for rec in read_journal(state / "journal.jsonl"):
-        if rec["kind"] == "pin":
-            out.setdefault(rec["job"], []).append(rec["nodes"])
+        for start in rec["starts"] if rec["kind"] == "pins" else ():
+            out.setdefault(start["job"], []).append(start["nodes"])
     return out
 
 
@@ -267,7 +267,7 @@ def test_shadow_sends_no_command(cluster: dict[str, str], tmp_path: Path) -> Non
     records = list(read_journal(state / "journal.jsonl"))
     decision = next(r for r in records if r["kind"] == "decision")
     assert decision["shadow"] and {s["job"] for s in decision["starts"]} == ids
-    assert not [r for r in records if r["kind"] in ("pin", "release", "result")]
+    assert not [r for r in records if r["kind"] in ("pins", "release", "result")]
     run(cluster, "scancel", *ids)
 
 
@@ -480,6 +480,6 @@ def test_dependencies_wait_and_bad_pins_are_taken_back(cluster: dict[str, str], 
     wait_for(lambda: once().returncode == 0 and job(cluster, gpu_id)["job_state"] == "COMPLETED", 60,
              "the GPU job started where it can run")
     assert expand(job(cluster, gpu_id)["nodes"])[0] in ("n1", "n2")
-    pins = [r["nodes"] for r in read_journal(state / "journal.jsonl") if r["kind"] == "pin" and r["job"] == gpu_id]
+    pins = _pins(state)[gpu_id]
     assert pins and pins[-1][0] in ("n1", "n2")
     run(cluster, "scancel", first, after)

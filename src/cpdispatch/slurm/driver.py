@@ -7,6 +7,7 @@ committed, running) and from the journal of finished jobs' run times.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -27,6 +28,7 @@ from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
 from ..system import System, units_fitting
 from .commands import SlurmCommands
 from .failsafe import HELD_TAG, WAIT_TAG, FailSafe, check_lease_file
+from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
 from .state import (
@@ -141,6 +143,7 @@ class Driver:
         self.metrics, self.state_dir = metrics, state_dir
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
         self.why: dict[str, str] = {}  # each job not started: why, this round
+        self.poll = 1.0  # seconds between rounds (`run` sets it)
         self.clock, self.log = clock, log
         self.journal = Journal(state_dir / "journal.jsonl", journal_max_bytes)
         self.finished_log = Journal(state_dir / "finished.jsonl")
@@ -327,11 +330,9 @@ class Driver:
         """Push the begin time of `jobs` one lease ahead (a pinned job loses its pin first: a
         dead driver's pin would tie it to nodes nobody chose for now); returns those deferred."""
         assert self.failsafe is not None
-        for j in jobs:
-            if unpin and j.required:
-                out = self.commands.unpin(j.id)
-                self.journal.write("result", command="unpin", jobs=[j.id], rc=out.returncode,
-                                   stderr=out.stderr[-300:])
+        pinned = [j.id for j in jobs if unpin and j.required]
+        if pinned:
+            self._command("unpin", pinned)
         ids = [j.id for j in jobs]
         return ids if ids and self._command("defer", ids, self.failsafe.seconds, comment).ok else []
 
@@ -343,6 +344,11 @@ class Driver:
         assert self.failsafe is not None
         lease = self.failsafe.seconds
         pending = [j for j in jobs if j.id not in acted and j.kind in ("held", "waiting", "blocked", "foreign")]
+        # Slurm spends about 1 ms per job of a list update (2,000 jobs: 2 s of slurmctld), so the
+        # pushes are spread: per round, the jobs due within two polls and a share of the others
+        # such that each is pushed about once per half lease; held jobs are converted as many
+        # per round (they are safe where they are, held)
+        share = max(50, math.ceil(len(pending) * self.poll / max(1.0, lease / 2 - 2 * self.poll)))
         foreign = [j for j in pending if j.kind == "foreign"]
         if not self.failsafe.open:
             hold = [j.id for j in pending if j.priority > 0 and (j.kind == "foreign" or j.tagged)]
@@ -350,9 +356,11 @@ class Driver:
                 fig.taken = [j.id for j in foreign]
                 self._command("tag", fig.taken, HELD_TAG)
             return
-        ours_held = [j for j in pending if j.priority == 0 and j.tagged]
-        due = [j for j in pending if j.priority > 0 and j.admin_comment.startswith(WAIT_TAG)
-               and j.eligible < now + lease / 2 and j.begin_after <= now + lease]
+        ours_held = [j for j in pending if j.priority == 0 and j.tagged][:share]
+        due = sorted((j for j in pending if j.priority > 0 and j.admin_comment.startswith(WAIT_TAG)
+                      and j.eligible < now + lease / 2 and j.begin_after <= now + lease), key=lambda j: j.eligible)
+        urgent = sum(1 for j in due if j.eligible < now + 2 * self.poll + 1)
+        due = due[:max(urgent, share)]
         later = [j for j in foreign if j.eligible > now + lease]  # a user's --begin, kept in the tag
         for j in later:
             self._command("defer", [j.id], j.eligible - int(now), f"{WAIT_TAG}:{j.eligible}")
@@ -377,6 +385,7 @@ class Driver:
         free.setflags(write=False)
         queued, offered = [], {}
         self.why = {}
+        self._fits: dict[tuple[tuple[int, ...], bool], int] = {}  # this round's system
         for j in sorted((j for j in jobs if j.kind in ("held", "waiting", "blocked")), key=lambda j: (j.submit, j.id)):
             if j.begin_after > now:  # its user's --begin: offered from then on
                 self.why[j.id] = f"its --begin is {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(j.begin_after))}"
@@ -439,7 +448,10 @@ class Driver:
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
             return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
                     "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
-        fit = system.max_units(job.req, job.one_per_node)
+        key = (job.req, job.one_per_node)
+        fit = self._fits.get(key)
+        if fit is None:
+            fit = self._fits[key] = system.max_units(*key)
         if fit < job.units:
             return system.unfit_reason(job.units, job.req, fit, job.one_per_node)
         return ""
@@ -453,6 +465,7 @@ class Driver:
         free = snapshot.free.copy()
         queued = {q.job.id: q.job for q in snapshot.queued}
         pinned: list[tuple[str, list[str]]] = []
+        masks: dict[tuple[str, str], np.ndarray] = {}  # (partitions, features) -> nodes allowed
         for s in starts:
             job = queued.pop(s.job_id, None)
             if job is None:
@@ -460,9 +473,11 @@ class Driver:
                 self.journal.write("refused", job=s.job_id, reason="not a held job of this round")
                 continue
             request, wanted = offered[s.job_id].request, offered[s.job_id].features
-            allowed = np.zeros(system.n_nodes, dtype=bool)
-            allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index
-                     and feature_match(wanted, features[n])]] = True
+            allowed = masks.get((job.queue, wanted))
+            if allowed is None:
+                allowed = masks[job.queue, wanted] = np.zeros(system.n_nodes, dtype=bool)
+                allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index
+                         and feature_match(wanted, features[n])]] = True
             units, why = place(tuple(s.nodes), request, job.req, free, system.capacity, allowed)
             if units is None:
                 fig.refused.append(job.id)
@@ -485,19 +500,20 @@ class Driver:
         fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
 
     def _pin_and_release(self, fig: RoundFigures, pinned: list[tuple[str, list[str]]]) -> list[str]:
-        """Each job pinned (one command at a time, journalled before it runs), then the pinned
-        ones released in one command; returns those released."""
-        ok = []
-        for job_id, names in pinned:
-            comment = f"{TAG}{self.dispatcher.name}:{int(self.clock())}:{fig.round}"
-            self.journal.write("pin", job=job_id, nodes=names, comment=comment)
-            out = self.commands.pin(job_id, names, comment)
-            self.journal.write("result", command="pin", job=job_id, rc=out.returncode, stderr=out.stderr[-300:])
-            if out.ok:
-                ok.append(job_id)
-            else:
-                fig.failed.append(job_id)
-                self.say(f"job {job_id}: pin to {','.join(names)} failed: {out.stderr[-200:]}")
+        """The jobs pinned (journalled before the command runs), those whose pin took (read back)
+        released in one command; returns those released."""
+        if not pinned:
+            return []
+        comment = f"{TAG}{self.dispatcher.name}:{int(self.clock())}:{fig.round}"
+        self.journal.write("pins", starts=[{"job": j, "nodes": n} for j, n in pinned], comment=comment)
+        out = self.commands.pin(pinned, comment)
+        self.journal.write("result", command="pin", jobs=[j for j, _ in pinned], rc=out.returncode,
+                           stderr=out.stderr[-300:])
+        have = self._read_back()
+        ok = [j for j, names in pinned if sorted(expand(have.get(j, ""))) == sorted(names)]
+        fig.failed = [j for j, _ in pinned if j not in set(ok)]
+        if fig.failed:  # (a job that started or was cancelled meanwhile, a node gone)
+            self.say(f"{len(fig.failed)} pin(s) did not take (first: job {fig.failed[0]}): {out.stderr[-200:]}")
         if ok:
             self.journal.write("release", jobs=ok)
             out = self.commands.release(ok)
@@ -509,12 +525,19 @@ class Driver:
                 self.released[job_id] = released_at
         return ok
 
+    def _read_back(self) -> dict[str, str]:
+        try:
+            return self.commands.required_nodes()
+        except CpdispatchError:  # nothing is released that may not be pinned
+            return {}
+
     # -- the loop ------------------------------------------------------------------------------
 
     def run(self, poll: float = 1.0, once: bool = False) -> dict[str, Any]:
         """Rounds every `poll` seconds until a signal (or after one round with `once`); returns
         the summary. A round whose reading fails (slurmctld restarting, a timeout) is skipped:
         Slurm keeps every job, and the next round reads again."""
+        self.poll = poll
         while True:
             t0 = time.monotonic()
             try:
