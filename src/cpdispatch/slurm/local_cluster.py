@@ -195,6 +195,7 @@ def stop(conf: str | Path) -> list[str]:
     root = Path(conf).resolve().parent.parent
     if not (root / "run").is_dir() or not (root / "munge").is_dir():
         raise CpdispatchError(f"{conf}: not a cpdispatch local cluster (no run/ and munge/ beside etc/)")
+    _cancel_all({**os.environ, "SLURM_CONF": str(conf)})
     pids = sorted((root / "run").glob("slurmd-*.pid")) + [root / "run" / "slurmctld.pid",
                                                           root / "munge" / "munged.pid"]
     stopped = []
@@ -213,6 +214,24 @@ def stop(conf: str | Path) -> list[str]:
             time.sleep(0.1)
         pid_file.unlink(missing_ok=True)
     return stopped
+
+
+def _cancel_all(env: dict[str, str], wait: float = 15.0) -> None:
+    """Cancel the cluster's jobs and wait for their steps to end: a job step (slurmstepd and the
+    job's processes) outlives its slurmd."""
+    listed = subprocess.run(["squeue", "-h", "-o", "%A"], env=env, capture_output=True, text=True, check=False,
+                            timeout=30)
+    ids = sorted(set(listed.stdout.split())) if listed.returncode == 0 else []
+    if not ids:
+        return
+    subprocess.run(["scancel", *ids], env=env, capture_output=True, check=False, timeout=60)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        left = subprocess.run(["squeue", "-h", "-t", "R,CG", "-o", "%A"], env=env, capture_output=True, text=True,
+                              check=False, timeout=30)
+        if left.returncode or not left.stdout.strip():
+            return
+        time.sleep(0.2)
 
 
 def _alive(pid: int) -> bool:
