@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CpdispatchError
+from .scontrol_jobs import read_jobs_text
+from .state import SlurmJob, read_jobs
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,17 @@ class SlurmCommands:
             raise CpdispatchError(f"{' '.join(argv)}: output is not JSON ({exc})") from None
         return data
 
-    def jobs(self) -> list[dict[str, Any]]:
-        """Every job Slurm still shows (finished ones for MinJobAge seconds)."""
-        return list(self._json("squeue", "--json")["jobs"])
+    def jobs(self) -> list[SlurmJob]:
+        """Every job Slurm still shows (finished ones for MinJobAge seconds), from `scontrol -d -o
+        show job` (`scontrol_jobs`: 4 times faster than squeue's JSON at 2,800 jobs)."""
+        out = self.run("scontrol", "-d", "-o", "show", "job")
+        if not out.ok:
+            raise CpdispatchError(f"scontrol show job failed (exit {out.returncode}): {out.stderr[-300:]}")
+        return read_jobs_text(out.stdout)
+
+    def jobs_json(self) -> list[SlurmJob]:
+        """The same from `squeue --json` (the reference the text reader is checked against)."""
+        return read_jobs(self._json("squeue", "--json")["jobs"])
 
     def nodes(self) -> list[dict[str, Any]]:
         return list(self._json("sinfo", "--json")["nodes"])

@@ -39,7 +39,6 @@ from .state import (
     SlurmJob,
     build_system,
     feature_match,
-    read_jobs,
     read_node,
     up_partitions,
 )
@@ -226,7 +225,7 @@ class Driver:
             self.failsafe.renew(self.clock())
             if self.metrics is not None:
                 self.metrics.renewed = self.clock()
-        raw_jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
+        jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
         fig = RoundFigures(self.rounds + 1, now, shadow=self.shadow)
@@ -234,7 +233,6 @@ class Driver:
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
         system = self._system(nodes)
         index = {name: i for i, name in enumerate(system.node_names)}
-        jobs = read_jobs(raw_jobs)
         self.jobs = {j.id: j for j in jobs}
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]

@@ -238,30 +238,32 @@ def _usage(raw: dict[str, Any], nodes: list[str]) -> dict[str, dict[str, int]]:
     return out
 
 
+def job_from_raw(raw: dict[str, Any], usage: dict[str, dict[str, int]] | None = None) -> list[SlurmJob]:
+    """The job of one squeue-JSON record (`usage`: a running job's use per node when the record
+    has none of its own); a pending array record gives one job per task."""
+    state = _state(raw.get("job_state"))[0]
+    limit = raw.get("time_limit")
+    limit_s = None if limit is None or (isinstance(limit, dict) and not limit.get("set", True)) else _int(limit) * 60
+    nodes = tuple(expand(raw.get("nodes")))
+    one = SlurmJob(
+        id=str(raw["job_id"]), state=state, reason=str(raw.get("state_reason") or ""),
+        priority=_int(raw.get("priority")),
+        submit=_int(raw.get("submit_time")), start=_int(raw.get("start_time")), end=_int(raw.get("end_time")),
+        time_limit_s=limit_s, user=str(raw.get("user_name") or raw.get("user_id") or ""),
+        name=str(raw.get("name") or ""), partition=str(raw.get("partition") or ""),
+        dependency=str(raw.get("dependency") or ""), features=str(raw.get("features") or ""),
+        admin_comment=str(raw.get("admin_comment") or ""),
+        required=tuple(expand(raw.get("required_nodes"))), nodes=nodes, request=read_request(raw),
+        usage=(usage or _usage(raw, list(nodes))) if state in ACTIVE else {}, eligible=_int(raw.get("eligible_time")))
+    tasks = str(raw.get("array_task_string") or "")
+    if tasks and state == "PENDING":  # a pending array record: each task is dispatched on its own
+        return [replace(one, id=f"{raw['array_job_id']}_{t}") for t in _array_tasks(tasks)]
+    return [one]
+
+
 def read_jobs(raw_jobs: list[dict[str, Any]]) -> list[SlurmJob]:
-    out: list[SlurmJob] = []
-    for raw in raw_jobs:
-        state = _state(raw.get("job_state"))[0]
-        limit = raw.get("time_limit")
-        limit_s = None if limit is None or (isinstance(limit, dict) and not limit.get("set", True)) \
-            else _int(limit) * 60
-        nodes = tuple(expand(raw.get("nodes")))
-        one = SlurmJob(
-            id=str(raw["job_id"]), state=state, reason=str(raw.get("state_reason") or ""),
-            priority=_int(raw.get("priority")),
-            submit=_int(raw.get("submit_time")), start=_int(raw.get("start_time")), end=_int(raw.get("end_time")),
-            time_limit_s=limit_s, user=str(raw.get("user_name") or raw.get("user_id") or ""),
-            name=str(raw.get("name") or ""), partition=str(raw.get("partition") or ""),
-            dependency=str(raw.get("dependency") or ""), features=str(raw.get("features") or ""),
-            admin_comment=str(raw.get("admin_comment") or ""),
-            required=tuple(expand(raw.get("required_nodes"))), nodes=nodes, request=read_request(raw),
-            usage=_usage(raw, list(nodes)) if state in ACTIVE else {}, eligible=_int(raw.get("eligible_time")))
-        tasks = str(raw.get("array_task_string") or "")
-        if tasks and state == "PENDING":  # a pending array record: each task is dispatched on its own
-            out.extend(replace(one, id=f"{raw['array_job_id']}_{t}") for t in _array_tasks(tasks))
-        else:
-            out.append(one)
-    return out
+    """The jobs of `squeue --json`."""
+    return [job for raw in raw_jobs for job in job_from_raw(raw)]
 
 
 def up_partitions(partitions: list[dict[str, str]]) -> dict[str, list[str]]:
