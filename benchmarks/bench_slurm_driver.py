@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from cpdispatch.dispatchers.base import make_dispatcher
 from cpdispatch.predictors import resolve_predictor
 from cpdispatch.slurm import local_cluster
@@ -46,13 +48,16 @@ def one(dispatcher: str, a: argparse.Namespace) -> None:
                      "--wrap", f"sleep {sleep}")
         t_sub = time.perf_counter() - t_sub
         driver = Driver(make_dispatcher(dispatcher, {}), resolve_predictor("last2"), cmds, base / "state",
-                        failsafe=FailSafe(lease, a.lease), log=io.StringIO())
+                        failsafe=FailSafe(lease, a.lease), max_starts=a.max_starts, log=io.StringIO())
         driver.poll = a.poll
         t0 = time.perf_counter()
         limit = a.seconds or 600
+        later: list[float] = []  # rounds after the first --settle seconds (the start-up burst)
         while (a.seconds or driver.learnt < a.jobs) and time.perf_counter() - t0 < limit:
             t = time.perf_counter()
-            driver.round()
+            fig = driver.round()
+            if t - t0 >= a.settle:
+                later.append(fig.total_s * 1e3)
             time.sleep(max(0.0, a.poll - (time.perf_counter() - t)))
         wall = time.perf_counter() - t0
         summary = driver.summary()
@@ -61,6 +66,10 @@ def one(dispatcher: str, a: argparse.Namespace) -> None:
         print(f"\n{dispatcher}: {a.jobs} jobs submitted in {t_sub:.0f} s on {a.nodes} nodes; {started} started in "
               f"{wall:.1f} s ({started / wall:.1f} starts/s through Slurm, {summary['rounds']} rounds)")
         print(format_summary(summary))
+        if later:
+            print(f"rounds after the first {a.settle:g} s: {len(later)}, round mean / p50 / p99 / max "
+                  f"{np.mean(later):.0f} / {np.percentile(later, 50):.0f} / {np.percentile(later, 99):.0f} / "
+                  f"{max(later):.0f} ms")
         print(f"peak RSS of this driver: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     finally:
         SlurmCommands(str(conf)).run("scancel", "--user=root")  # no job outlives its cluster
@@ -77,6 +86,8 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=0, help="run the driver this long (0: until all are done)")
     p.add_argument("--poll", type=float, default=0.2)
     p.add_argument("--lease", type=int, default=10)
+    p.add_argument("--max-starts", type=int, default=200, help="as slurm dispatch's (0: all)")
+    p.add_argument("--settle", type=float, default=30.0, help="also report the rounds after this many seconds")
     p.add_argument("--dispatchers", default="fifo,easy,pcp19,pcp20")
     a = p.parse_args()
     ctx = multiprocessing.get_context("spawn")

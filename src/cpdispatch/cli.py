@@ -356,13 +356,14 @@ def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     from .slurm.metrics import Metrics
 
     parts, failsafe = _live_parts(args), _failsafe(args)  # the options first, then the cluster
-    if args.journal_max_mb <= 0:
-        raise CpdispatchError(f"--journal-max-mb {args.journal_max_mb:g}: must be > 0")
+    if args.journal_max_mb <= 0 or args.max_starts < 0:
+        raise CpdispatchError(f"--journal-max-mb {args.journal_max_mb:g}, --max-starts {args.max_starts}: must be "
+                              "> 0 and >= 0")
     _check_conf(args)
     metrics = Metrics(args.metrics_port, args.metrics_address) if args.metrics_port else None
     driver = Driver(*parts, state_dir=Path(args.state_dir), shadow=args.shadow,
                     rehold_after=args.rehold_after, failsafe=failsafe, metrics=metrics,
-                    journal_max_bytes=int(args.journal_max_mb * 1e6))
+                    journal_max_bytes=int(args.journal_max_mb * 1e6), max_starts=args.max_starts)
     try:
         with interrupt.stopping_gracefully():
             summary = driver.run(poll=args.poll, once=args.once)
@@ -670,6 +671,9 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--metrics-address", default="0.0.0.0", help="the address the metrics are served on")
     s.add_argument("--journal-max-mb", type=float, default=100.0, metavar="MB",
                    help="rotate journal.jsonl at this size (4 old files kept)")
+    s.add_argument("--max-starts", type=int, default=200, metavar="N",
+                   help="apply at most N starts per round, the dispatcher's first (the others are decided again "
+                        "next round; 0: all): a round stays short when a backlog starts at once")
     s.set_defaults(func=cmd_slurm_dispatch)
     s = _parser(ssub, "status", "what a driver did and is doing: its last rounds, each job not started and why, "
                                 "its lease (from --state-dir's status.json; works while it is down)")

@@ -133,13 +133,14 @@ class Driver:
     def __init__(self, dispatcher: Dispatcher, predictor: Predictor, commands: SlurmCommands, state_dir: Path, *,
                  shadow: bool = False, rehold_after: float = 3.0, default_walltime: int = 3600,
                  failsafe: FailSafe | None = None, metrics: Metrics | None = None, journal_max_bytes: int = 0,
-                 log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+                 max_starts: int = 0, log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
         self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
         self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
         self.failsafe = None if shadow else failsafe  # a shadow driver must not look alive
         if self.failsafe is not None:
             check_lease_file(self.failsafe.path)
         self.metrics, self.state_dir = metrics, state_dir
+        self.max_starts = max_starts  # most starts applied per round (0: all); pins cost Slurm ~2 ms each
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
         self.why: dict[str, str] = {}  # each job not started: why, this round
         self.poll = 1.0  # seconds between rounds (`run` sets it)
@@ -366,7 +367,8 @@ class Driver:
         if taken:
             self._command("release", taken)
         taken += self._defer([j for j in foreign if j not in later], comment=WAIT_TAG)
-        fig.taken = [i for i in taken if i in {j.id for j in foreign}] + [j.id for j in later]
+        foreign_ids = {j.id for j in foreign}
+        fig.taken = [i for i in taken if i in foreign_ids] + [j.id for j in later]
         fig.deferred = len(self._defer(due)) + len(taken)
 
     def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
@@ -440,7 +442,6 @@ class Driver:
             return f"dependency not met ({j.dependency})"
         if j.priority == 0 and not j.tagged and self.failsafe is not None and self.failsafe.open:
             return "held by its user (submitted with --hold); only root can release it"
-
         if not any(p in partitions for p in j.partition.split(",")):
             return f"partition {j.partition} is not UP"
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
@@ -493,8 +494,10 @@ class Driver:
             if request.exclusive:
                 free[list(alloc.nodes)] = 0
             pinned.append((job.id, [system.node_names[n] for n in alloc.nodes]))
+        later = pinned[self.max_starts:] if self.max_starts else []  # decided again next round
+        pinned = pinned[:len(pinned) - len(later)]
         self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
-                           starts=[{"job": i, "nodes": n} for i, n in pinned])
+                           starts=[{"job": i, "nodes": n} for i, n in pinned], next_round=[i for i, _ in later])
         fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
 
     def _pin_and_release(self, fig: RoundFigures, pinned: list[tuple[str, list[str]]]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -70,13 +71,16 @@ def ensure_packages() -> None:
 
 
 def _free_ports(count: int) -> int:
-    """A base port p with p .. p+count-1 free (checked by binding each)."""
+    """A base port p with p .. p+count-1 free (checked by binding each), below the ephemeral range:
+    there, the clients' own connections took a 256-node cluster's ports between this check and the
+    daemons' start."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
     for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count >= 65535:
-            continue
+        base = rng.randrange(10000, max(10001, low - count))
         try:
             held = []
             for p in range(base, base + count):
@@ -170,7 +174,11 @@ def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float 
     _run(["slurmctld", "-f", str(conf)], env, "slurmctld")
     for n in specs:
         _run(["slurmd", "-f", str(conf), "-N", n.name], env, f"slurmd {n.name}")
-    _wait_idle(env, len(specs), timeout, root)
+    try:
+        _wait_idle(env, len(specs), timeout, root)
+    except CpdispatchError:
+        stop(conf)  # nothing of a cluster that did not come up keeps running (its logs are kept)
+        raise
     return conf
 
 
