@@ -7,7 +7,6 @@ committed, running) and from the journal of finished jobs' run times.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -27,7 +26,7 @@ from ..predictors.base import Predictor
 from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
 from ..system import System, units_fitting
 from .commands import SlurmCommands
-from .failsafe import HELD_TAG, WAIT_TAG, FailSafe, check_lease_file
+from .failsafe import FailSafe, check_lease_file
 from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
@@ -43,6 +42,7 @@ from .state import (
     up_partitions,
 )
 from .status import KEEP_ROUNDS, write_status
+from .upkeep import Upkeep
 
 MAX_REFUSALS = 3  # Slurm refusing a pin this often means a request the driver does not model
 KEEP_TIMINGS = 100_000  # rounds whose timings the summary covers (the last ones)
@@ -146,6 +146,7 @@ class Driver:
         self.poll = 1.0  # seconds between rounds (`run` sets it)
         self.clock, self.log = clock, log
         self.journal = Journal(state_dir / "journal.jsonl", journal_max_bytes)
+        self.upkeep = Upkeep(self.failsafe, commands, self.journal)
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.rounds = 0
         self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed", "taken", "deferred"), 0)
@@ -255,7 +256,7 @@ class Driver:
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
             self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, index, nodes)
         if self.failsafe is not None:
-            self._upkeep(fig, jobs, now_f, set(fig.starts) | set(fig.reheld))
+            fig.taken, fig.deferred = self.upkeep.keep(jobs, now_f, set(fig.starts) | set(fig.reheld), self.poll)
         fig.apply_s = time.perf_counter() - t2
         acted = any(fig.actions().values())
         if acted or fig.queued or fig.round % 60 == 1:  # idle rounds: one in 60 (the journal grows less)
@@ -307,69 +308,14 @@ class Driver:
 
     def _take_back(self, stuck: list[SlurmJob]) -> list[str]:
         """Released jobs that did not start (their nodes are not free, or Slurm says they cannot
-        run there) return to the queue: held, or under the fail-open lease unpinned and deferred
-        (so that a dead driver leaves no job held)."""
+        run there) return to the queue (`Upkeep.take_back`)."""
         ids = [j.id for j in stuck]
         self.journal.write("rehold", jobs=ids, reasons=[j.reason for j in stuck], shadow=self.shadow)
         if self.shadow:
             return []
         for i in ids:
             self.released.pop(i, None)
-        if self.failsafe is not None and self.failsafe.open:
-            return self._defer(stuck, comment=WAIT_TAG, unpin=True)
-        return ids if self._command("hold", ids).ok else []
-
-    def _command(self, name: str, ids: list[str], *args: Any) -> Any:
-        """One Slurm command over jobs, journalled with its result."""
-        out = getattr(self.commands, name)(ids, *args)
-        self.journal.write("result", command=name, jobs=ids, rc=out.returncode, stderr=out.stderr[-300:])
-        return out
-
-    def _defer(self, jobs: list[SlurmJob], comment: str | None = None, unpin: bool = False) -> list[str]:
-        """Push the begin time of `jobs` one lease ahead (a pinned job loses its pin first: a
-        dead driver's pin would tie it to nodes nobody chose for now); returns those deferred."""
-        assert self.failsafe is not None
-        pinned = [j.id for j in jobs if unpin and j.required]
-        if pinned:
-            self._command("unpin", pinned)
-        ids = [j.id for j in jobs]
-        return ids if ids and self._command("defer", ids, self.failsafe.seconds, comment).ok else []
-
-    def _upkeep(self, fig: RoundFigures, jobs: list[SlurmJob], now: float, acted: set[str]) -> None:
-        """Keep every undecided job in the form the fail-safe mode needs, in a few commands per
-        round. Open: held jobs of ours are deferred and released, deferred ones pushed before
-        their begin time comes, and jobs pending under Slurm's own scheduler (submitted while no
-        driver renewed the lease) taken over. Closed: deferred and foreign jobs are held."""
-        assert self.failsafe is not None
-        lease = self.failsafe.seconds
-        pending = [j for j in jobs if j.id not in acted and j.kind in ("held", "waiting", "blocked", "foreign")]
-        # Slurm spends about 1 ms per job of a list update (2,000 jobs: 2 s of slurmctld), so the
-        # pushes are spread: per round, the jobs due within two polls and a share of the others
-        # such that each is pushed about once per half lease; held jobs are converted as many
-        # per round (they are safe where they are, held)
-        share = max(50, math.ceil(len(pending) * self.poll / max(1.0, lease / 2 - 2 * self.poll)))
-        foreign = [j for j in pending if j.kind == "foreign"]
-        if not self.failsafe.open:
-            hold = [j.id for j in pending if j.priority > 0 and (j.kind == "foreign" or j.tagged)]
-            if hold and self._command("hold", hold).ok and foreign:  # tagged: ours, not their users' holds
-                fig.taken = [j.id for j in foreign]
-                self._command("tag", fig.taken, HELD_TAG)
-            return
-        ours_held = [j for j in pending if j.priority == 0 and j.tagged][:share]
-        due = sorted((j for j in pending if j.priority > 0 and j.admin_comment.startswith(WAIT_TAG)
-                      and j.eligible < now + lease / 2 and j.begin_after <= now + lease), key=lambda j: j.eligible)
-        urgent = sum(1 for j in due if j.eligible < now + 2 * self.poll + 1)
-        due = due[:max(urgent, share)]
-        later = [j for j in foreign if j.eligible > now + lease]  # a user's --begin, kept in the tag
-        for j in later:
-            self._command("defer", [j.id], j.eligible - int(now), f"{WAIT_TAG}:{j.eligible}")
-        taken = self._defer(ours_held, comment=WAIT_TAG, unpin=True)
-        if taken:
-            self._command("release", taken)
-        taken += self._defer([j for j in foreign if j not in later], comment=WAIT_TAG)
-        foreign_ids = {j.id for j in foreign}
-        fig.taken = [i for i in taken if i in foreign_ids] + [j.id for j in later]
-        fig.deferred = len(self._defer(due)) + len(taken)
+        return self.upkeep.take_back(stuck)
 
     def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
                   committed: list[SlurmJob], partitions: dict[str, list[str]]
