@@ -5,12 +5,9 @@ operator alerts on (rounds that stop, a lease growing old, refusals) and what a 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from ..errors import CpdispatchError
-
-if TYPE_CHECKING:
-    from .driver import RoundFigures
+from .figures import RoundFigures
 
 #: Round parts take from milliseconds (deciding an idle queue) to seconds (reading a loaded slurmctld).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
