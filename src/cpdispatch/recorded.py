@@ -58,17 +58,13 @@ def replay_recorded(system: System, workload: Workload, kill_at_walltime: bool =
     records = [JobRecord(job) for job in workload.jobs]
     capacity = np.asarray(system.capacity, dtype=np.int64)
     free = capacity.copy()
-    fits: dict[tuple[tuple[int, ...], bool], int] = {}
     todo: list[tuple[int, int]] = []  # (recorded start, index)
     for i, rec in enumerate(records):
         job = rec.job
         if job.recorded_wait is None:
             rec.status, rec.reason = "rejected", "no recorded wait in the trace (SWF field 3 is -1)"
             continue
-        key = (job.req, job.one_per_node)
-        fit = fits.get(key)
-        if fit is None:
-            fit = fits[key] = system.max_units(*key)
+        fit = system.max_units(job.req, job.one_per_node)
         if job.units > fit:
             rec.status, rec.reason = "rejected", system.unfit_reason(job.units, job.req, fit, job.one_per_node)
             continue

@@ -39,6 +39,8 @@ class System:
     types: tuple[str, ...] = ()
     capacity: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     node_names: tuple[str, ...] = ()
+    _max_units: dict[tuple[tuple[int, ...], bool], int] = field(
+        default_factory=dict, init=False, repr=False, compare=False)  # asked once per job of a trace
 
     @staticmethod
     def build(
@@ -101,9 +103,12 @@ class System:
     def max_units(self, req: tuple[int, ...], one_per_node: bool = False) -> int:
         """Units of `req` that fit on the empty system (AccaSim's CHECK_REQUEST test); 0 for a
         request of nothing, which no dispatcher could place."""
-        if not any(a > 0 for a in req):
-            return 0
-        return int(units_fitting(self.capacity, req, one_per_node).sum())
+        key = (req, one_per_node)
+        fit = self._max_units.get(key)
+        if fit is None:
+            fit = self._max_units[key] = int(units_fitting(self.capacity, req, one_per_node).sum()) \
+                if any(a > 0 for a in req) else 0
+        return fit
 
     def unfit_reason(self, units: int, req: tuple[int, ...], fit: int, one_per_node: bool = False) -> str:
         """Why a job of `units` units of `req` (`fit` = max_units(req) < units) can never run."""

@@ -13,7 +13,7 @@ jobs and hundreds of running jobs. The pass itself is compiled (`easy_kernel`); 
 jobs live in numpy arrays kept across calls (they follow the simulator's `LiveView`s, matched by
 object identity, so they never change a decision; started and ended jobs are only marked dead),
 so a call converts only what changed since the last one. Measured: HPC2N (202,871 jobs) in 10 s,
-RICC (447,794) in 43 s, about 0.02 and 0.06 ms per call (README, Results).
+RICC (447,794) in 43 s, about 0.02 and 0.06 ms per call (docs/results.md).
 """
 
 from __future__ import annotations

@@ -71,16 +71,12 @@ class Simulator:
         self.queue: Logged[QueuedJob] = Logged()  # insertion order = queue order
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
-        self._fit_cache: dict[tuple[tuple[int, ...], bool], int] = {}
         self.room = RoomProbe() if self.options.room else None
 
     # -- events -------------------------------------------------------------------------------
 
     def _submit(self, job: Job, now: int) -> None:
-        key = (job.req, job.one_per_node)
-        fit = self._fit_cache.get(key)
-        if fit is None:
-            fit = self._fit_cache[key] = self.system.max_units(*key)
+        fit = self.system.max_units(job.req, job.one_per_node)
         if job.units > fit:
             self.ledger.reject(job.id, self.system.unfit_reason(job.units, job.req, fit, job.one_per_node))
             return

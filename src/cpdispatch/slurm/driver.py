@@ -293,7 +293,6 @@ class Driver:
         free.setflags(write=False)
         queued, offered = [], {}
         self.why = {}
-        self._fits: dict[tuple[tuple[int, ...], bool], int] = {}  # this round's system
         for j in sorted((j for j in jobs if j.kind in ("held", "waiting", "blocked")), key=lambda j: (j.submit, j.id)):
             if j.begin_after > now:  # its user's --begin: offered from then on
                 self.why[j.id] = f"its --begin is {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(j.begin_after))}"
@@ -355,10 +354,7 @@ class Driver:
         if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
             return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
                     "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
-        key = (job.req, job.one_per_node)
-        fit = self._fits.get(key)
-        if fit is None:
-            fit = self._fits[key] = system.max_units(*key)
+        fit = system.max_units(job.req, job.one_per_node)
         if fit < job.units:
             return system.unfit_reason(job.units, job.req, fit, job.one_per_node)
         return ""

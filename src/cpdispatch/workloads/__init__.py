@@ -200,15 +200,7 @@ def workload_stats(workload: Workload, system: System) -> dict[str, Any]:
         "runtime_over_walltime": _percentiles(ratio),
         "overruns": sum(1 for r, w in given if r > w),
     }
-    fits: dict[tuple[tuple[int, ...], bool], int] = {}
-    unfit = 0
-    for j in jobs:
-        key = (j.req, j.one_per_node)
-        cap_units = fits.get(key)
-        if cap_units is None:
-            cap_units = fits[key] = system.max_units(*key)
-        unfit += cap_units < j.units
-    stats["unfit"] = unfit
+    stats["unfit"] = sum(system.max_units(j.req, j.one_per_node) < j.units for j in jobs)
     stats["notes"] = {k: v for k, v in workload.notes.items() if k != "header"}
     return stats
 

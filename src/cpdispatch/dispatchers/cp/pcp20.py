@@ -113,6 +113,7 @@ from ortools.sat.python import cp_model
 
 from ...allocators import waste as allocation_waste
 from ...errors import CpdispatchError
+from ...job import Job
 from ...snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...system import System
 from ..base import Option, registered
@@ -242,7 +243,7 @@ class Axes:
         return cp_model.Domain.from_flat_intervals(flat)
 
 
-def spread(job: CpJob) -> bool:
+def spread(job: CpJob | Job) -> bool:
     """Whether the job's units must go to distinct nodes (and it has several)."""
     return job.one_per_node and job.units > 1
 

@@ -42,7 +42,7 @@ from . import objectives
 from .frontend import CpDispatcher, take
 from .greedy import greedy_plan, plan_objective
 from .instance import CpJob, CpRunning, Instance, ModelTooLarge, Plan
-from .pcp20 import Pcp20Model, axes_of, reductions_of
+from .pcp20 import Pcp20Model, axes_of, reductions_of, spread
 
 #: statuses, from cheapest to dearest: nothing queued beyond the starts / placement cannot matter /
 #: the starts delay no queued job / the model is over the size guard / no better objective /
@@ -83,7 +83,7 @@ class SecondStage:
         s0 = [by_id[s.job_id] for s in starts]
         red = reductions_of(axes_of(snapshot.system), [q.job.req for q in s0 + rest],
                             [r.job.req for r in snapshot.running if r.alloc.nodes], self.reductions, self.reductions,
-                            [q.job.req for q in s0 + rest if q.job.one_per_node and q.job.units > 1])
+                            [q.job.req for q in s0 + rest if spread(q.job)])
         if red.placement_free([q.job.req for q in s0 + rest]):
             return starts, "fluid", None, 0
         inst = d.instance(snapshot, s0 + rest)
