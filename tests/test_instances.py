@@ -22,7 +22,7 @@ from cpdispatch.instances import CSV_COLUMNS, InstanceRecorder, compare, iter_re
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import SimOptions, simulate
-from cpdispatch.snapshot import Decision, Snapshot
+from cpdispatch.snapshot import Decision, QueuedJob, Snapshot
 from cpdispatch.system import System
 from cpdispatch.workloads.base import Workload
 
@@ -47,7 +47,7 @@ def _workload(n: int = 60, seed: int = 3) -> Workload:
         req = (rng.randint(1, 4), rng.randint(1, 16), rng.choice([0, 0, 0, 1]))
         jobs.append(Job(f"j{i}", t, rng.randint(1, 3), req, walltime, runtime, user=f"u{i % 3}",
                         name=f"app{i % 5}", queue=rng.choice(["", "debug", "long"]), line=i + 2,
-                        default_walltime=600))
+                        default_walltime=600, one_per_node=i % 5 == 1 and req[2] == 0))
     return Workload("test", jobs)
 
 
@@ -72,7 +72,7 @@ def _visible(s: Snapshot) -> tuple[Any, ...]:
 
     return (
         s.time, s.system.types, s.system.node_names, s.system.capacity.tolist(),
-        tuple((job(q.job), q.predicted) for q in s.queued),
+        tuple((job(q.job), q.predicted, q.job.one_per_node, q.weight) for q in s.queued),
         tuple((job(r.job), r.start, r.predicted, r.alloc.per_unit()) for r in s.running),
         s.free.tolist(),
     )
@@ -95,6 +95,41 @@ def test_roundtrip(tmp_path: Path, name: str, dispatcher: str) -> None:
     with gzip.open(path, "rt") if name.endswith(".gz") else path.open() as f:
         head = json.loads(f.readline())
     assert head["kind"] == "system" and "runtime" not in head["queued_fields"] + head["running_fields"]
+
+
+def test_weights_and_the_one_per_node_flag_are_kept(tmp_path: Path) -> None:
+    snap = load_instances_first(tmp_path)
+    weighted = Snapshot(snap.time, snap.system, tuple(QueuedJob(q.job, q.predicted, 0.25 + i / 100)
+                                                      for i, q in enumerate(snap.queued)), snap.running, snap.free)
+    path = tmp_path / "w.jsonl"
+    with InstanceRecorder(path) as rec:
+        rec.record(weighted, Decision(), 0.0)
+    (back,) = load_instances(path)
+    assert _visible(back) == _visible(weighted)
+
+
+def load_instances_first(tmp_path: Path) -> Snapshot:
+    """A recorded snapshot with several queued jobs, one of them one-per-node."""
+    _record(tmp_path / "all.jsonl", "fifo")
+    return next(s for s in load_instances(tmp_path / "all.jsonl")
+                if len(s.queued) > 2 and any(q.job.one_per_node for q in s.queued))
+
+
+def test_format_1_files_are_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "inst.jsonl"
+    seen = _record(path, "fifo")
+    lines = path.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["format"], head["queued_fields"] = 1, head["queued_fields"][:-2]
+    old = [json.dumps(head)]
+    for line in lines[1:]:
+        rec = json.loads(line)
+        rec["q"] = [row[:-2] for row in rec["q"]]
+        old.append(json.dumps(rec))
+    path.write_text("\n".join(old) + "\n")
+    loaded = list(load_instances(path))
+    assert [len(s.queued) for s in loaded] == [len(s.queued) for s, _ in seen]
+    assert not any(q.job.one_per_node or q.weight != 1 for s in loaded for q in s.queued)
 
 
 def test_replay_gives_the_recorded_decisions(tmp_path: Path) -> None:
@@ -139,7 +174,9 @@ def _set(key: str, value: Any) -> Any:
     [
         (lambda line: line[: len(line) // 2], None),  # cut line: invalid JSON
         (_set("t", "soon"), "t"),
-        (_set("q", [["j1", 0, 1, [1, 1], None, 5, "", "", "", 5]]), "q[0].req"),
+        (_set("q", [["j1", 0, 1, [1, 1], None, 5, "", "", "", 5, 0, 1.0]]), "q[0].req"),
+        (_set("q", [["j1", 0, 1, [1, 1, 0], None, 5, "", "", "", 5, 0, 2.0]]), "q[0].weight"),
+        (_set("q", [["j1", 0, 1, [1, 1, 0], None, 5, "", "", "", 5, "no", 1.0]]), "q[0].one_per_node"),
         (_set("r", [["j1", 0, 1, [1, 1, 0], 9, 9, "", "", "", 0, 9, [99]]]), "r[0].nodes"),
         (_set("free", [0, 0, 0]), "free"),
         (lambda line: json.dumps({k: v for k, v in json.loads(line).items() if k != "d"}), "d"),

@@ -354,16 +354,22 @@ def _check_conf(args: argparse.Namespace) -> None:
 def cmd_slurm_dispatch(args: argparse.Namespace) -> int:
     from .slurm.driver import Driver, format_summary
     from .slurm.metrics import Metrics
+    from .slurm.priority import check_priority
 
     parts, failsafe = _live_parts(args), _failsafe(args)  # the options first, then the cluster
+    check_priority(args.priority, parts[0])
     if args.journal_max_mb <= 0 or args.max_starts < 0:
         raise CpdispatchError(f"--journal-max-mb {args.journal_max_mb:g}, --max-starts {args.max_starts}: must be "
                               "> 0 and >= 0")
+    if args.priority == "slurm" and args.fail_closed:
+        raise CpdispatchError("--priority slurm needs the fail-open lease: under --fail-closed every job waits held, "
+                              "and Slurm computes no priority for a held job (it stays 0)")
     _check_conf(args)
     metrics = Metrics(args.metrics_port, args.metrics_address) if args.metrics_port else None
     driver = Driver(*parts, state_dir=Path(args.state_dir), shadow=args.shadow,
                     rehold_after=args.rehold_after, failsafe=failsafe, metrics=metrics,
-                    journal_max_bytes=int(args.journal_max_mb * 1e6), max_starts=args.max_starts)
+                    journal_max_bytes=int(args.journal_max_mb * 1e6), max_starts=args.max_starts,
+                    priority=args.priority)
     try:
         with interrupt.stopping_gracefully():
             summary = driver.run(poll=args.poll, once=args.once)
@@ -674,6 +680,10 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--max-starts", type=int, default=200, metavar="N",
                    help="apply at most N starts per round, the dispatcher's first (the others are decided again "
                         "next round; 0: all): a round stays short when a backlog starts at once")
+    s.add_argument("--priority", default="papers",
+                   help="the jobs' weights in the dispatcher's objective: papers (all equal, the papers' "
+                        "objective) or slurm (Slurm's priority over the queue's highest: fair share, QOS and age "
+                        "order the queue; CP dispatchers, fail-open mode)")
     s.set_defaults(func=cmd_slurm_dispatch)
     s = _parser(ssub, "status", "what a driver did and is doing: its last rounds, each job not started and why, "
                                 "its lease (from --state-dir's status.json; works while it is down)")

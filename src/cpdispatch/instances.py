@@ -26,6 +26,7 @@ its per-type totals as a check. `d` is the decision taken in the run, for refere
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import itertools
 import json
@@ -49,9 +50,11 @@ from .outputs_safety import replacing
 from .snapshot import Allocation, Decision, QueuedJob, RunningJob, Snapshot, Start
 from .system import System, parse_system
 
-FORMAT = 1
+#: Format 2 adds `one_per_node` and `weight` to queued rows; format 1 files are still read.
+FORMAT = 2
 JOB_FIELDS = ("id", "submit", "units", "req", "walltime", "estimate", "user", "name", "queue")
-QUEUED_FIELDS = (*JOB_FIELDS, "predicted")
+QUEUED_FIELDS = (*JOB_FIELDS, "predicted", "one_per_node", "weight")
+QUEUED_FIELDS_1 = QUEUED_FIELDS[:-2]
 RUNNING_FIELDS = (*JOB_FIELDS, "start", "predicted", "nodes")
 CSV_COLUMNS = ("instance", "dispatcher", "variables", "constraints", "solve_ms", "objective", "status")
 
@@ -75,7 +78,8 @@ _dumps = json.JSONEncoder(separators=(",", ":"), default=_plain).encode  # one e
 
 def _queued_row(q: QueuedJob) -> str:
     j = q.job
-    return _dumps([j.id, j.submit, j.units, j.req, j.walltime, j.estimate, j.user, j.name, j.queue, q.predicted])
+    return _dumps([j.id, j.submit, j.units, j.req, j.walltime, j.estimate, j.user, j.name, j.queue, q.predicted,
+                   int(j.one_per_node), q.weight])
 
 
 def _running_row(r: RunningJob) -> str:
@@ -237,8 +241,9 @@ class _Reader:
     queued or running over many calls) reuse its checked QueuedJob / RunningJob objects, and the
     used amounts are updated only for the running jobs that changed."""
 
-    def __init__(self, system: System) -> None:
+    def __init__(self, system: System, queued_width: int = len(QUEUED_FIELDS)) -> None:
         self.system = system
+        self.queued_width = queued_width
         self.queued: dict[str, tuple[list[Any], QueuedJob]] = {}
         self.running: dict[str, tuple[list[Any], RunningJob]] = {}
         self.used = np.zeros_like(system.capacity, dtype=np.int64)  # by self.running
@@ -281,9 +286,19 @@ class _Reader:
                         tuple(r for _, r in running.values()), free)
 
     def _queued(self, row: Any, where: str) -> QueuedJob:
-        if not isinstance(row, list) or len(row) != len(QUEUED_FIELDS):
-            raise _Bad(where, f"expected an array of {len(QUEUED_FIELDS)} fields")
-        return QueuedJob(_job(row, where, len(self.system.types)), _int(row[9], f"{where}.predicted"))
+        if not isinstance(row, list) or len(row) != self.queued_width:
+            raise _Bad(where, f"expected an array of {self.queued_width} fields")
+        job = _job(row, where, len(self.system.types))
+        if len(row) == len(QUEUED_FIELDS_1):
+            return QueuedJob(job, _int(row[9], f"{where}.predicted"))
+        if row[10] not in (0, 1):
+            raise _Bad(f"{where}.one_per_node", f"expected 0 or 1, got {row[10]!r}")
+        weight = row[11]
+        if type(weight) not in (int, float) or not 0 <= weight <= 1:
+            raise _Bad(f"{where}.weight", f"expected a number in [0, 1], got {weight!r}")
+        if row[10]:
+            job = dataclasses.replace(job, one_per_node=True)
+        return QueuedJob(job, _int(row[9], f"{where}.predicted"), float(weight))
 
     def _running(self, row: Any, where: str) -> RunningJob:
         if not isinstance(row, list) or len(row) != len(RUNNING_FIELDS):
@@ -319,16 +334,17 @@ class _Reader:
             raise InputError(path, lineno, None, f"malformed instance: {exc}") from None
 
 
-def _parse_header(text: str, path: str) -> System:
+def _parse_header(text: str, path: str) -> _Reader:
     try:
         head = json.loads(text)
     except ValueError as exc:
         raise InputError(path, 1, None, f"not a JSON header: {exc}") from None
     if not isinstance(head, dict) or head.get("kind") != "system":
         raise InputError(path, 1, "kind", 'expected a header record {"kind": "system", ...}')
-    if head.get("format") != FORMAT:
-        raise InputError(path, 1, "format", f"unsupported format {head.get('format')!r} (this reads {FORMAT})")
-    for key, want in (("queued_fields", QUEUED_FIELDS), ("running_fields", RUNNING_FIELDS)):
+    if head.get("format") not in (1, FORMAT):
+        raise InputError(path, 1, "format", f"unsupported format {head.get('format')!r} (this reads 1 and {FORMAT})")
+    queued = QUEUED_FIELDS if head["format"] == FORMAT else QUEUED_FIELDS_1
+    for key, want in (("queued_fields", queued), ("running_fields", RUNNING_FIELDS)):
         if head.get(key) != list(want):
             raise InputError(path, 1, key, f"expected {list(want)}")
     toml = head.get("toml")
@@ -337,7 +353,7 @@ def _parse_header(text: str, path: str) -> System:
     system = parse_system(toml, f"{path}:1 (system)")
     if head.get("types") != list(system.types) or head.get("nodes") != system.n_nodes:
         raise InputError(path, 1, "types", "types/nodes do not match the embedded system")
-    return system
+    return _Reader(system, len(queued))
 
 
 def iter_recorded(path: str | Path) -> Iterator[RecordedInstance]:
@@ -350,7 +366,7 @@ def iter_recorded(path: str | Path) -> Iterator[RecordedInstance]:
             index = 0
             for lineno, text in enumerate(f, 1):
                 if reader is None:
-                    reader = _Reader(_parse_header(text, path))
+                    reader = _parse_header(text, path)
                     continue
                 if not text.strip():
                     continue

@@ -15,10 +15,13 @@ from .system import System
 
 @dataclass(frozen=True, slots=True)
 class QueuedJob:
-    """A waiting job and the duration the predictor gives it (what dispatchers plan with)."""
+    """A waiting job, the duration the predictor gives it (what dispatchers plan with), and its
+    weight in a weighted objective: 1 in the papers; the Slurm driver's `--priority slurm` sets
+    Slurm's priority, normalised to the queue's highest (so in (0, 1])."""
 
     job: Job
     predicted: int
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,12 @@ class Dispatcher(ABC):
     def decide(self, snapshot: Snapshot) -> Decision:
         """Return the jobs to start at `snapshot.time`."""
 
+    @property
+    def weighs_jobs(self) -> bool:
+        """Whether `QueuedJob.weight` enters its decisions (a per-job weighted objective); the
+        Slurm driver refuses `--priority slurm` with a dispatcher that would ignore it."""
+        return False
+
 
 Factory = Callable[..., Dispatcher]
 _REGISTRY: dict[str, type[Dispatcher]] = {}

@@ -31,6 +31,7 @@ from .figures import RoundFigures
 from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
+from .priority import check_priority, slurm_weights
 from .state import (
     STUCK_REASONS,
     TAG,
@@ -95,7 +96,8 @@ class Driver:
     def __init__(self, dispatcher: Dispatcher, predictor: Predictor, commands: SlurmCommands, state_dir: Path, *,
                  shadow: bool = False, rehold_after: float = 3.0, default_walltime: int = 3600,
                  failsafe: FailSafe | None = None, metrics: Metrics | None = None, journal_max_bytes: int = 0,
-                 max_starts: int = 0, log: TextIO = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+                 max_starts: int = 0, priority: str = "papers", log: TextIO = sys.stderr,
+                 clock: Callable[[], float] = time.time) -> None:
         self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
         self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
         self.failsafe = None if shadow else failsafe  # a shadow driver must not look alive
@@ -103,6 +105,8 @@ class Driver:
             check_lease_file(self.failsafe.path)
         self.metrics, self.state_dir = metrics, state_dir
         self.max_starts = max_starts  # most starts applied per round (0: all); pins cost Slurm ~2 ms each
+        check_priority(priority, dispatcher)
+        self.priority = priority
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
         self.why: dict[str, str] = {}  # each job not started: why, this round
         self.poll = 1.0  # seconds between rounds (`run` sets it)
@@ -308,6 +312,9 @@ class Driver:
                 continue
             queued.append(QueuedJob(job, self._predict(job, now)))
             offered[j.id] = j
+        if self.priority == "slurm":
+            weights = slurm_weights([offered[q.job.id].priority for q in queued])
+            queued = [replace(q, weight=w) for q, w in zip(queued, weights)]
         return Snapshot(now, system, tuple(queued), tuple(running), free), offered
 
     def _running(self, j: SlurmJob, now: int, system: System, index: dict[str, int]) -> list[RunningJob]:

@@ -121,6 +121,10 @@ class Eurora14(CpDispatcher):
             raise CpdispatchError(f"dispatcher {self.name}: tolerance must be >= 0")
         self.kinds = OBJECTIVES[self.objective]
 
+    @property
+    def weighs_jobs(self) -> bool:
+        return self.kinds != ("makespan",)
+
     def build(self, instance: Instance) -> BuiltModel:
         return self.model(instance, self.kinds[0])
 

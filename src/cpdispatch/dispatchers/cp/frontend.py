@@ -219,13 +219,18 @@ class CpDispatcher(Dispatcher):
     def build(self, instance: Instance) -> BuiltModel:
         """The CP-SAT model of `instance` (jobs in priority order)."""
 
+    @property
+    def weighs_jobs(self) -> bool:
+        return self.objective_kind != "makespan"
+
     # -- priorities and selection -------------------------------------------------------------
 
     def ewt_of(self, job: Job) -> int:
         return self._ewt.get(job.queue, self._ewt["default"])
 
     def priority_key(self, q: QueuedJob, now: int) -> tuple[float, ...]:
-        """Sort key, smaller first: (-priority, [duration,] area); ties then keep queue order."""
+        """Sort key, smaller first: (-priority, [duration,] area); ties then keep queue order. The
+        priority is the job's marginal cost of waiting, so its weight multiplies it."""
         job, d = q.job, q.predicted
         wait = now - job.submit
         area = d * sum(job.units * a for a in job.req)
@@ -235,6 +240,7 @@ class CpDispatcher(Dispatcher):
             first = -(self._max_ewt * (wait + 1)) / self.ewt_of(job)
         else:  # the shipped precedence: -(max_ewt * now - submit + 1) / ewt
             first = -(self._max_ewt * now - job.submit + 1) / self.ewt_of(job)
+        first *= q.weight
         return (first, d, area) if self.duration_tiebreak else (first, area)
 
     def order(self, snapshot: Snapshot) -> list[QueuedJob]:
@@ -271,7 +277,7 @@ class CpDispatcher(Dispatcher):
 
         def cp_job(q: QueuedJob) -> CpJob:
             return CpJob(q.job.id, q.job.units, q.job.req, clamp(q.predicted), now - q.job.submit,
-                         self.ewt_of(q.job), q.job.queue, q.job.one_per_node)
+                         self.ewt_of(q.job), q.job.queue, q.job.one_per_node, q.weight)
 
         jobs = tuple(cp_job(q) for q in selected)
         chosen = {j.id for j in jobs}

@@ -16,7 +16,8 @@ from ...system import System
 class CpJob:
     """A queued job in the model. `duration` is what the model plans with (the prediction,
     clamped to >= 1 unless the ablation turns the clamp off); `wait` = now - submit; `ewt` is the
-    expected waiting time of its queue (for the EWT objectives)."""
+    expected waiting time of its queue (for the EWT objectives); `weight` multiplies the job's
+    term of the objective (`QueuedJob.weight`)."""
 
     id: str
     units: int
@@ -26,6 +27,7 @@ class CpJob:
     ewt: int = 1800
     queue: str = ""
     one_per_node: bool = False
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

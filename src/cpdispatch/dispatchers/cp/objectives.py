@@ -11,6 +11,11 @@ each weight is then within a relative d_j / (2 S) of exact (`inverse_weights`). 
 weighed every job longer than 6.7*10^5 s the same. EWT-weighted objectives use the same weights
 over the EWTs: tardiness max(0, s + w - ewt) / ewt with a tardiness variable per job, and
 HCP1/2's waiting weighted by max_ewt / ewt.
+
+Job weights (`CpJob.weight`, 1 in the papers; Slurm's normalised priority under the driver's
+`--priority slurm`) multiply each job's term of the slowdown, tardiness, EWT-waiting and late-jobs
+objectives; the makespan has no per-job term. With every weight 1 the coefficients are exactly the
+papers' (`inverse_weights`).
 """
 
 from __future__ import annotations
@@ -51,15 +56,42 @@ def inverse_weights(values: tuple[int, ...], span: int) -> tuple[int, ...]:
     return tuple(max(1, (2 * scale + v) // (2 * v)) for v in vs)
 
 
+@lru_cache(maxsize=256)
+def weighted_inverse_weights(values: tuple[int, ...], factors: tuple[float, ...], span: int) -> tuple[int, ...]:
+    """Integer weights proportional to f / v (v clamped to >= 1): `inverse_weights` when every
+    factor is 1, else round(S * f / v) with the largest S that fits `WEIGHT_BUDGET` (never below 1)."""
+    if all(f == 1 for f in factors):
+        return inverse_weights(values, span)
+    ratios = [max(0.0, f) / max(1, v) for f, v in zip(factors, values)]
+    room = int(0.99 * WEIGHT_BUDGET / (max(1, span) * max(sum(ratios), 1e-300))) - len(ratios)
+    return tuple(max(1, round(room * r)) for r in ratios)
+
+
+def _factors(instance: Instance) -> tuple[float, ...]:
+    return tuple(j.weight for j in instance.jobs)
+
+
 def slowdown_weights(instance: Instance) -> tuple[int, ...]:
-    return inverse_weights(tuple(j.duration for j in instance.jobs), instance.horizon)
+    return weighted_inverse_weights(tuple(j.duration for j in instance.jobs), _factors(instance), instance.horizon)
 
 
 def ewt_weights(instance: Instance) -> tuple[int, ...]:
     """Weights 1 / ewt for the tardiness (whose variables reach horizon + wait) and for HCP's
     EWT-weighted waiting (max_ewt / ewt: the same up to a constant factor)."""
     span = instance.horizon + max((max(0, j.wait) for j in instance.jobs), default=0)
-    return inverse_weights(tuple(j.ewt for j in instance.jobs), span)
+    return weighted_inverse_weights(tuple(j.ewt for j in instance.jobs), _factors(instance), span)
+
+
+#: Resolution of weighted late-job counts: a job of weight w counts round(w * LATE_SCALE).
+LATE_SCALE = 1000
+
+
+def late_weights(instance: Instance) -> tuple[int, ...]:
+    """1 per late job (the 2014 objective), or the job's weight in thousandths when weights differ."""
+    factors = _factors(instance)
+    if all(f == 1 for f in factors):
+        return (1,) * len(factors)
+    return tuple(max(1, round(LATE_SCALE * f)) for f in factors)
 
 
 def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
@@ -75,7 +107,7 @@ def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
         ends = [starts[j.id] + j.duration for j in jobs] + [r.remaining for r in instance.running]
         return max(ends, default=0)
     if kind == "late_jobs":
-        return sum(1 for j in jobs if starts[j.id] + j.wait > j.ewt)
+        return sum(c for c, j in zip(late_weights(instance), jobs) if starts[j.id] + j.wait > j.ewt)
     raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
 
 
@@ -87,9 +119,9 @@ def expression(
     `jobs` (default: all the instance's jobs) weighted as in the whole instance, so that bounds
     computed by `evaluate` on the instance keep their scale."""
     h = instance.horizon
-    if kind in ("slowdown", "ewt_wait", "tardiness"):
-        of = dict(zip((j.id for j in instance.jobs),
-                      slowdown_weights(instance) if kind == "slowdown" else ewt_weights(instance)))
+    if kind in ("slowdown", "ewt_wait", "tardiness", "late_jobs"):
+        weights = {"slowdown": slowdown_weights, "late_jobs": late_weights}.get(kind, ewt_weights)(instance)
+        of = dict(zip((j.id for j in instance.jobs), weights))
     jobs = instance.jobs if jobs is None else jobs
     if kind in ("slowdown", "ewt_wait"):
         return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in jobs], [of[j.id] for j in jobs])
@@ -113,5 +145,8 @@ def expression(
             # late <=> s + w > ewt; only the direction that the minimisation needs is posted
             model.add(start_vars[j.id] + j.wait <= j.ewt).only_enforce_if(~late)
             lates.append(late)
-        return cp_model.LinearExpr.sum(lates)
+        coefs = [of[j.id] for j in jobs]
+        if all(c == 1 for c in coefs):
+            return cp_model.LinearExpr.sum(lates)
+        return cp_model.LinearExpr.weighted_sum(lates, coefs)
     raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")

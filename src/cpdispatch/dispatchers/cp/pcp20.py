@@ -592,14 +592,14 @@ class Pcp20Model(BuiltModel):
             self._order_units(jv)
 
     def _break_job_symmetry(self) -> None:
-        """Identical queued jobs (same units, request, duration and, unless the objective is the
-        slowdown, same wait and EWT) are interchangeable: start them in priority order. Done here
+        """Identical queued jobs (same units, request, duration, weight and, unless the objective is
+        the slowdown, same wait and EWT) are interchangeable: start them in priority order. Done here
         so that CP-SAT's own symmetry breaking does not pick another order than the hint's (the
         greedy plan, which always starts identical jobs in priority order)."""
         last: dict[tuple[object, ...], cp_model.IntVar] = {}
         for jv in self.jobs:
             j = jv.job
-            key: tuple[object, ...] = (j.units, j.req, max(1, j.duration), j.one_per_node)
+            key: tuple[object, ...] = (j.units, j.req, max(1, j.duration), j.one_per_node, j.weight)
             if self.objective_kind != "slowdown":
                 key += (j.wait, j.ewt)
             if key in last:
