@@ -24,17 +24,18 @@ from .test_cli import cli
 
 
 @contextmanager
-def running_cluster(nodes: int = 4, gpu_nodes: int = 2) -> Iterator[dict[str, str]]:
-    """The environment that talks to a fresh cluster (n1.. with GPUs first); stopped after."""
+def running_cluster(nodes: int = 4, gpu_nodes: int = 2, accounts: tuple[str, ...] = ()) -> Iterator[dict[str, str]]:
+    """The environment that talks to a fresh cluster (n1.. with GPUs first; with `accounts`,
+    `--account` values, also MariaDB and slurmdbd); stopped after."""
     if os.geteuid() != 0:
         pytest.skip("a local Slurm cluster needs root (its daemons run as root)")
     try:
-        local_cluster.ensure_packages()
+        local_cluster.ensure_packages(with_accounting=bool(accounts))
     except CpdispatchError as exc:
         pytest.skip(f"Slurm cannot be installed here: {exc}")
     base = Path(tempfile.mkdtemp(prefix="cpdispatch-test-slurm-"))  # munged needs a path all can traverse
     code, out, err = cli("slurm", "local-cluster", "start", "--nodes", str(nodes), "--gpu-nodes", str(gpu_nodes),
-                         "--dir", str(base))
+                         "--dir", str(base), *(x for a in accounts for x in ("--account", a)))
     assert code == 0, err
     conf = out.splitlines()[0].removeprefix("export SLURM_CONF=")
     env = {**os.environ, "SLURM_CONF": conf}
@@ -44,7 +45,8 @@ def running_cluster(nodes: int = 4, gpu_nodes: int = 2) -> Iterator[dict[str, st
         subprocess.run(["scancel", "--user=root"], env=env, check=False)
         subprocess.run(["scancel", "--user=nobody"], env=env, check=False)
         code, out, err = cli("slurm", "local-cluster", "stop", "--conf", conf)
-        assert code == 0 and f"stopped {nodes + 2} daemons" in out and "its folder is kept" in out, err
+        daemons = nodes + 2 + (2 if accounts else 0)
+        assert code == 0 and f"stopped {daemons} daemons" in out and "its folder is kept" in out, err
         shutil.rmtree(base, ignore_errors=True)
 
 

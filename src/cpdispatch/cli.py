@@ -317,10 +317,14 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     from .slurm import local_cluster
 
     if args.action == "start":
+        from .slurm.accounting import parse_account
+
         specs = local_cluster.node_specs(args.nodes, args.gpu_nodes)
-        started = local_cluster.start(specs, args.dir)
+        accounts = [parse_account(a) for a in args.account]
+        started = local_cluster.start(specs, args.dir, accounts=accounts if args.accounting or accounts else None)
         print(f"export SLURM_CONF={started}")
-        print(f"# {len(specs)} nodes up ({args.gpu_nodes} with {specs[0].gpus if args.gpu_nodes else 0} GPUs); "
+        print(f"# {len(specs)} nodes up ({args.gpu_nodes} with {specs[0].gpus if args.gpu_nodes else 0} GPUs)"
+              f"{', with accounting and fair share' if args.accounting or accounts else ''}; "
               f'stop with: cpdispatch slurm local-cluster stop')
         return 0
     conf = args.conf or os.environ.get("SLURM_CONF")
@@ -665,6 +669,12 @@ def _add_slurm(sub: Any) -> None:
     s.add_argument("--gpu-nodes", type=int, default=2, help="how many of them have 2 fake GPUs, 8 CPUs, 8000 MB "
                                                             "(the others: 4 CPUs, 4000 MB) (start)")
     s.add_argument("--dir", default=None, help="the cluster's folder (start; default: a new temporary one)")
+    s.add_argument("--accounting", action="store_true",
+                   help="also run MariaDB and slurmdbd, with Slurm's multifactor priority (fair share, QOS, age) "
+                        "(start)")
+    s.add_argument("--account", action="append", default=[], metavar="NAME=SHARES:USER[,USER...]",
+                   help="an account with its fair-share shares and users, made before Slurm starts "
+                        "(repeatable; implies --accounting) (start)")
     s.add_argument("--conf", default=None, help="the slurm.conf of the cluster to stop (default: $SLURM_CONF)")
     s.set_defaults(func=cmd_local_cluster)
     s = _parser(ssub, "dispatch", "drive a real Slurm cluster with a dispatcher: held jobs are pinned to the "

@@ -3,9 +3,10 @@ one slurmctld and one slurmd per node (Debian builds Slurm with multiple-slurmd)
 GRES on character devices, and the fail-safe `job_submit.lua` (`failsafe`: new jobs wait for the
 dispatcher while its lease, `etc/cpdispatch.lease`, is fresh; only root may release or modify a
 job). Slurm's main scheduling pass runs every 2 s (`sched_interval`) so that jobs whose lease ran
-out start soon. Everything lives in one folder with its own ports; `SLURM_CONF` points the usual
-commands at it. Measured facts behind each setting: `../shared/design/slurm-findings.md` of the
-project's design notes.
+out start soon. With accounts (`--accounting`), a private MariaDB and slurmdbd give Slurm's
+multifactor priority its fair share (`accounting`). Everything lives in one folder with its own
+ports; `SLURM_CONF` points the usual commands at it. Measured facts behind each setting:
+`../shared/design/slurm-findings.md` of the project's design notes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CpdispatchError
+from . import accounting
 from .failsafe import LEASE_NAME, job_submit_lua
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
@@ -46,13 +48,16 @@ def node_specs(nodes: int, gpu_nodes: int, cpus: int = 8, memory_mb: int = 8000,
             else NodeSpec(f"n{i}", cpu_node_cpus, cpu_node_memory_mb, 0) for i in range(1, nodes + 1)]
 
 
-def ensure_packages() -> None:
-    """Install Debian's Slurm and munge when missing (as root; their services are kept from
-    starting system-wide by a policy-rc.d, created only if none exists)."""
-    if all(shutil.which(d) for d in DAEMONS) and shutil.which("sbatch"):
+def ensure_packages(with_accounting: bool = False) -> None:
+    """Install Debian's Slurm and munge (and slurmdbd and MariaDB `with_accounting`) when missing
+    (as root; their services are kept from starting system-wide by a policy-rc.d, created only if
+    none exists)."""
+    daemons = DAEMONS + (accounting.DAEMONS if with_accounting else ())
+    packages = PACKAGES + (accounting.PACKAGES if with_accounting else ())
+    if all(shutil.which(d) for d in daemons) and shutil.which("sbatch"):
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise CpdispatchError(f"Slurm is not installed; as root run: apt-get install {' '.join(PACKAGES)}")
+        raise CpdispatchError(f"Slurm is not installed; as root run: apt-get install {' '.join(packages)}")
     policy = Path("/usr/sbin/policy-rc.d")
     made = not policy.exists()
     if made:
@@ -61,10 +66,10 @@ def ensure_packages() -> None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     try:
         for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                                                    *PACKAGES]):
+                                                    *packages]):
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if done.returncode and cmd[1] == "install":
-                raise CpdispatchError(f"apt-get install {' '.join(PACKAGES)} failed: {done.stderr.strip()[-300:]}")
+                raise CpdispatchError(f"apt-get install {' '.join(packages)} failed: {done.stderr.strip()[-300:]}")
     finally:
         if made:
             policy.unlink()
@@ -96,8 +101,9 @@ def _free_ports(count: int) -> int:
     raise CpdispatchError("no block of free ports found for the local cluster")
 
 
-def slurm_conf(base: Path, specs: list[NodeSpec], port: int) -> str:
-    """The cluster's slurm.conf (node i's slurmd listens on port + 2 + i)."""
+def slurm_conf(base: Path, specs: list[NodeSpec], port: int, with_accounting: bool = False) -> str:
+    """The cluster's slurm.conf (node i's slurmd listens on port + 2 + i; with accounting,
+    slurmdbd on port + 3 + the node count)."""
     b = str(base)
     lines = [
         "ClusterName=local", "SlurmctldHost=localhost", "SlurmUser=root", "SlurmdUser=root",
@@ -114,6 +120,9 @@ def slurm_conf(base: Path, specs: list[NodeSpec], port: int) -> str:
         "SchedulerParameters=batch_sched_delay=0,sched_interval=2", "PriorityType=priority/basic", "ReturnToService=2",
         "MinJobAge=300", "KillWait=5", "InactiveLimit=0", "SlurmdTimeout=60", "JobSubmitPlugins=lua",
     ]
+    if with_accounting:
+        lines = [x for x in lines if x.split("=")[0] not in ("AccountingStorageType", "PriorityType")]
+        lines += accounting.conf_lines(base, port + 3 + len(specs))
     for i, n in enumerate(specs):
         gres = f" Gres=gpu:{n.gpus}" if n.gpus else ""
         lines.append(f"NodeName={n.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port + 2 + i} "
@@ -147,15 +156,18 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
         raise CpdispatchError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-400:]}")
 
 
-def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float = 30.0) -> Path:
-    """Start the cluster; returns its slurm.conf path once every node is idle."""
-    ensure_packages()
+def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float = 30.0,
+          accounts: list[accounting.Account] | None = None) -> Path:
+    """Start the cluster; returns its slurm.conf path once every node is idle. With `accounts`
+    (even empty), Slurm's accounting runs too (`accounting`), with these accounts."""
+    with_accounting = accounts is not None
+    ensure_packages(with_accounting)
     root = (Path(base) if base else Path(tempfile.mkdtemp(prefix="cpdispatch-slurm-"))).resolve()
     closed = [str(a) for a in root.parents if a.exists() and not a.stat().st_mode & 0o001]
     if closed:  # munged refuses a socket under a folder others cannot traverse
         raise CpdispatchError(f"--dir {root}: {closed[0]} is not traversable by all users (chmod o+x it, or "
                               "choose a folder elsewhere)")
-    for sub in ("etc", "munge", "log", "run", "spool/ctld", "dev", *(f"spool/d/{n.name}" for n in specs)):
+    for sub in ("etc", "munge", "log", "run", "spool/ctld", "dev", "db", *(f"spool/d/{n.name}" for n in specs)):
         (root / sub).mkdir(parents=True, exist_ok=True)
     for d in (root, root / "munge"):
         d.chmod(0o755)  # munged refuses a socket folder others cannot traverse
@@ -164,17 +176,20 @@ def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float 
         key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     conf = root / "etc" / "slurm.conf"
-    conf.write_text(slurm_conf(root, specs, _free_ports(len(specs) + 2)))
+    port = _free_ports(len(specs) + 4)
+    conf.write_text(slurm_conf(root, specs, port, with_accounting))
     (root / "etc" / "gres.conf").write_text(_gres_conf(root, specs))
     (root / "etc" / "job_submit.lua").write_text(job_submit_lua(root / "etc" / LEASE_NAME))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     m = root / "munge"
     _run(["munged", f"--key-file={key}", f"--socket={m}/munge.socket", f"--pid-file={m}/munged.pid",
           f"--log-file={root}/log/munged.log", f"--seed-file={m}/munged.seed"], env, "munged")
-    _run(["slurmctld", "-f", str(conf)], env, "slurmctld")
-    for n in specs:
-        _run(["slurmd", "-f", str(conf), "-N", n.name], env, f"slurmd {n.name}")
     try:
+        if accounts is not None:
+            accounting.start(root, port + 2 + len(specs), port + 3 + len(specs), accounts, env)
+        _run(["slurmctld", "-f", str(conf)], env, "slurmctld")
+        for n in specs:
+            _run(["slurmd", "-f", str(conf), "-N", n.name], env, f"slurmd {n.name}")
         _wait_idle(env, len(specs), timeout, root)
     except CpdispatchError:
         stop(conf)  # nothing of a cluster that did not come up keeps running (its logs are kept)
@@ -205,6 +220,7 @@ def stop(conf: str | Path) -> list[str]:
         raise CpdispatchError(f"{conf}: not a cpdispatch local cluster (no run/ and munge/ beside etc/)")
     _cancel_all({**os.environ, "SLURM_CONF": str(conf)})
     pids = sorted((root / "run").glob("slurmd-*.pid")) + [root / "run" / "slurmctld.pid",
+                                                          *(root / p for p in accounting.PID_FILES),
                                                           root / "munge" / "munged.pid"]
     stopped = []
     for pid_file in pids:
