@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CpdispatchError
+from .steps import run_step
 
 PACKAGES = ("slurmdbd", "mariadb-server")
 DAEMONS = ("slurmdbd", "mariadbd", "mariadb-install-db")
@@ -67,9 +68,9 @@ def start(root: Path, db_port: int, dbd_port: int, accounts: list[Account], env:
         f"pid-file={root}/run/mariadbd.pid", f"port={db_port}", "bind-address=127.0.0.1",
         f"log-error={root}/log/mariadbd.log", "innodb_log_file_size=8M", "innodb_buffer_pool_size=64M"]) + "\n")
     if not (root / "db" / "mysql").is_dir():
-        _run(["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
+        run_step(["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
               "--skip-test-db"], env, "mariadb-install-db")
-    _run(["setsid", "-f", "mariadbd", f"--defaults-file={cnf}"], env, "mariadbd")
+    run_step(["setsid", "-f", "mariadbd", f"--defaults-file={cnf}"], env, "mariadbd")
     _wait(["mariadb-admin", "--no-defaults", "-S", f"{root}/run/mysqld.sock", "-uroot", "ping"], env, timeout,
           f"MariaDB (see {root}/log/mariadbd.log)")
     dbd = root / "etc" / "slurmdbd.conf"
@@ -79,22 +80,17 @@ def start(root: Path, db_port: int, dbd_port: int, accounts: list[Account], env:
         "StorageHost=127.0.0.1", f"StoragePort={db_port}", "StorageUser=root", "StorageLoc=slurm_acct_db",
         f"PidFile={root}/run/slurmdbd.pid", f"LogFile={root}/log/slurmdbd.log"]) + "\n")
     dbd.chmod(0o600)  # slurmdbd refuses a readable one
-    _run(["slurmdbd"], env, "slurmdbd")
+    run_step(["slurmdbd"], env, "slurmdbd")
     _wait(["sacctmgr", "-n", "list", "cluster"], env, timeout, f"slurmdbd (see {root}/log/slurmdbd.log)")
     listed = subprocess.run(["sacctmgr", "-n", "-P", "list", "cluster", "format=cluster"], env=env,
                             capture_output=True, text=True, check=False).stdout.split()
     if "local" not in listed:
-        _run(["sacctmgr", "-i", "add", "cluster", "local"], env, "sacctmgr add cluster")
+        run_step(["sacctmgr", "-i", "add", "cluster", "local"], env, "sacctmgr add cluster")
     for a in accounts:
-        _run(["sacctmgr", "-i", "add", "account", a.name, f"Fairshare={a.shares}"], env, f"sacctmgr add account {a.name}")
+        run_step(["sacctmgr", "-i", "add", "account", a.name, f"Fairshare={a.shares}"], env,
+                 f"sacctmgr add account {a.name}")
         for user in a.users:
-            _run(["sacctmgr", "-i", "add", "user", user, f"Account={a.name}"], env, f"sacctmgr add user {user}")
-
-
-def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise CpdispatchError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-400:]}")
+            run_step(["sacctmgr", "-i", "add", "user", user, f"Account={a.name}"], env, f"sacctmgr add user {user}")
 
 
 def _wait(cmd: list[str], env: dict[str, str], timeout: float, what: str) -> None:

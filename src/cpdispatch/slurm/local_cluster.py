@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import CpdispatchError
 from . import accounting
 from .failsafe import LEASE_NAME, job_submit_lua
+from .steps import run_step
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -150,12 +151,6 @@ def _gres_conf(base: Path, specs: list[NodeSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise CpdispatchError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-400:]}")
-
-
 def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float = 30.0,
           accounts: list[accounting.Account] | None = None) -> Path:
     """Start the cluster; returns its slurm.conf path once every node is idle. With `accounts`
@@ -182,14 +177,14 @@ def start(specs: list[NodeSpec], base: str | Path | None = None, timeout: float 
     (root / "etc" / "job_submit.lua").write_text(job_submit_lua(root / "etc" / LEASE_NAME))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     m = root / "munge"
-    _run(["munged", f"--key-file={key}", f"--socket={m}/munge.socket", f"--pid-file={m}/munged.pid",
+    run_step(["munged", f"--key-file={key}", f"--socket={m}/munge.socket", f"--pid-file={m}/munged.pid",
           f"--log-file={root}/log/munged.log", f"--seed-file={m}/munged.seed"], env, "munged")
     try:
         if accounts is not None:
             accounting.start(root, port + 2 + len(specs), port + 3 + len(specs), accounts, env)
-        _run(["slurmctld", "-f", str(conf)], env, "slurmctld")
+        run_step(["slurmctld", "-f", str(conf)], env, "slurmctld")
         for n in specs:
-            _run(["slurmd", "-f", str(conf), "-N", n.name], env, f"slurmd {n.name}")
+            run_step(["slurmd", "-f", str(conf), "-N", n.name], env, f"slurmd {n.name}")
         _wait_idle(env, len(specs), timeout, root)
     except CpdispatchError:
         stop(conf)  # nothing of a cluster that did not come up keeps running (its logs are kept)
