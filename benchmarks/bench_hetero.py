@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from cpdispatch.stats import Estimate, mean_ci, paired_difference
+
 #: the default set: pcp20 and what it is compared with (same allocator, its predecessor, no second stage)
 DISPATCHERS = ("hcp19", "pcp19", "pcp20@stage2=0", "pcp20")
 REFERENCE = "pcp20"
@@ -57,9 +59,6 @@ JOBS = {"eurora": 3000, "gpu-contended": 1000, "eurora-gpu": 3000, "fat": 3000}
 #: default loads per workload: three busy ones (load factors; alibaba: GPU offered loads)
 LOADS = {"eurora": "1.5,2.25,3.0", "gpu-contended": "2.0,3.0,4.0", "alibaba": "0.85,1.0,1.25",
          "eurora-gpu": "1.5,2.25,3.0", "fat": "1.5,2.25,3.0"}
-#: t quantiles (two-sided 95%) for n - 1 degrees of freedom
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
-       11: 2.20, 12: 2.18, 14: 2.14, 19: 2.09, 29: 2.05}
 
 
 @dataclass(frozen=True)
@@ -164,26 +163,17 @@ def default_allocator(dispatcher: str) -> str:
     return str(getattr(make_dispatcher(name, dict(p.split("=", 1) for p in pairs)), "allocator", ""))
 
 
-def mean_ci(xs: list[float]) -> tuple[float, float]:
-    """Mean and half-width of the 95% t interval."""
-    xs = [x for x in xs if not math.isnan(x)]
-    if not xs:
-        return math.nan, math.nan
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, math.nan
-    t = T95.get(len(xs) - 1, T95[max(k for k in T95 if k <= len(xs) - 1)])
-    return m, t * statistics.stdev(xs) / math.sqrt(len(xs))
-
-
 def fmt(xs: list[float], digits: int = 0) -> str:
-    m, h = mean_ci(xs)
-    return f"{m:.{digits}f}±{h:.{digits}f}"
+    """Mean ± half-width of the 95% t interval over seeds (cpdispatch.stats, as the campaign report)."""
+    e = mean_ci(xs)
+    return f"{e.mean:.{digits}f}±{e.half:.{digits}f}"
 
 
-def paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
-    """Mean and 95% half-width of a - b over seeds (paired: same workloads)."""
-    return mean_ci([x - y for x, y in zip(a, b)])
+def paired(ref: list[dict[str, Any]], runs: list[dict[str, Any]], key: str) -> Estimate:
+    """`key` of the reference minus that of `runs`, paired by seed (same workloads); nothing when the
+    two differ in seeds."""
+    a, b = [r[key] for r in ref], [r[key] for r in runs]
+    return paired_difference(a, b) if len(a) == len(b) else Estimate(math.nan, math.nan, math.nan, 0)
 
 
 #: the figures the paired differences are given for
@@ -199,9 +189,9 @@ def room_share(runs: list[dict[str, Any]]) -> float:
 
 def versus(ref: list[dict[str, Any]], runs: list[dict[str, Any]], key: str) -> str:
     """`key` of the reference minus that of `runs`, paired by seed: mean ± 95% half-width."""
-    m, h = paired_diff([r[key] for r in ref], [r[key] for r in runs])
+    d = paired(ref, runs, key)
     digits = 2 if key == "bsld" else 0
-    return f"{key} {m:+.{digits}f}±{h:.{digits}f}{'*' if abs(m) > h else ''}"
+    return f"{key} {d.mean:+.{digits}f}±{d.half:.{digits}f}{'*' if d.excludes(0.0) else ''}"
 
 
 def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], path: str) -> None:
@@ -220,10 +210,9 @@ def plot(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]]], 
         ref = rows.get((REFERENCE, "own"), {})
         labels = [k for k in rows if k != (REFERENCE, "own")]
         for ax, load in zip(row, sorted({x for cols in rows.values() for x in cols})):
-            stats = [paired_diff([r["bsld"] for r in ref.get(load, [])], [r["bsld"] for r in rows[k].get(load, [])])
-                     for k in labels]
-            ax.barh(range(len(labels)), [m for m, _ in stats], xerr=[h for _, h in stats], capsize=2,
-                    color=["tab:blue" if abs(m) > h else "lightsteelblue" for m, h in stats])
+            stats = [paired(ref.get(load, []), rows[k].get(load, []), "bsld") for k in labels]
+            ax.barh(range(len(labels)), [d.mean for d in stats], xerr=[d.half for d in stats], capsize=2,
+                    color=["tab:blue" if d.excludes(0.0) else "lightsteelblue" for d in stats])
             ax.axvline(0, color="black", linewidth=0.8)
             ax.set_yticks(range(len(labels)), [d if a == "own" else f"{d} ({a})" for d, a in labels], fontsize=7)
             ax.set_title(f"{w}, load {load:g}", fontsize=9)
@@ -281,8 +270,8 @@ def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]
     by_workload = table_rows(groups)
 
     def cell(xs: list[float], digits: int) -> str:
-        m, h = mean_ci(xs)
-        return f"{m:,.{digits}f} ± {h:,.{digits}f}"
+        e = mean_ci(xs)
+        return f"{e.mean:,.{digits}f} ± {e.half:,.{digits}f}"
 
     for w, rows in by_workload.items():
         ref_rows = rows.get((REFERENCE, "own"), {})
@@ -312,6 +301,40 @@ def markdown(groups: dict[tuple[str, float, str], dict[str, list[dict[str, Any]]
 
 def _bold(text: str) -> str:
     return f"**{text[:-1]}**" if text.endswith("*") else text
+
+
+def print_group(w: str, load: float, alloc: str, by_disp: dict[str, list[dict[str, Any]]]) -> None:
+    """One (workload, load, allocator): a row per dispatcher (means ± 95% half-widths over seeds), then
+    the paired differences of the reference minus each."""
+    ref_name = "pcp20" if "pcp20" in by_disp else next(iter(by_disp))
+    ref_runs = by_disp[ref_name]
+    util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in ref_runs):.2f}" for t in ref_runs[0]["util"])
+    print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window under "
+          f"{ref_name}: {util})")
+    print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
+          f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
+          f"{'ms/call':>8} {'p99':>7} {'max':>7} {'room':>6} {'model starts':>12}")
+    for d, runs in by_disp.items():
+        starts: dict[str, int] = {}
+        for r in runs:
+            for k, v in r["starts_by_status"].items():
+                starts[k] = starts.get(k, 0) + v
+        total = max(1, sum(starts.values()))
+        model = sum(v for k, v in starts.items() if k in ("optimal", "feasible")) / total
+        print(f"{d:<24} {fmt([r['wait'] for r in runs]):>13} {fmt([r['bsld'] for r in runs], 2):>13} "
+              f"{statistics.fmean(r['bsld_sd'] for r in runs):>9.2f} {fmt([r['wait_gpu'] for r in runs]):>13} "
+              f"{fmt([r['wait_mic'] for r in runs]):>13} {fmt([r['wait_cpu'] for r in runs]):>13} "
+              + " ".join(f"{statistics.fmean(r.get(f'wait_{k}', math.nan) for r in runs):>9.0f}"
+                         for k in ("short", "long", "narrow", "wide"))
+              + f" {statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {max(r['ms_p99'] for r in runs):>7.1f}"
+              f" {max(r['ms_max'] for r in runs):>7.0f} {room_share(runs):>6.1%} {model:>12.0%}")
+    if REFERENCE in by_disp:
+        ref = by_disp[REFERENCE]
+        others = [(d, runs) for d, runs in by_disp.items() if d != REFERENCE and len(runs) == len(ref)]
+        print(f"paired differences, {REFERENCE} minus each (< 0: {REFERENCE} better; * the 95% interval "
+              "excludes 0): " + "; ".join(f"{d}: " + ", ".join(versus(ref, runs, key) for key in DIFF_KEYS)
+                                          for d, runs in others))
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,35 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     for c, r in results.items():
         groups.setdefault((c.workload, c.load, c.allocator), {}).setdefault(c.dispatcher, []).append(r)
     for (w, load, alloc), by_disp in groups.items():
-        ref_name = "pcp20" if "pcp20" in by_disp else next(iter(by_disp))
-        ref_runs = by_disp[ref_name]
-        util = ", ".join(f"{t} {statistics.fmean(r['util'][t] for r in ref_runs):.2f}" for t in ref_runs[0]["util"])
-        print(f"## {w}, load factor {load}, allocator {alloc} (utilisation over the submit window under "
-              f"{ref_name}: {util})")
-        print(f"{'dispatcher':<24} {'wait s':>13} {'bsld':>13} {'bsld sd':>9} {'GPU wait':>13} "
-              f"{'MIC wait':>13} {'CPU wait':>13} {'short':>9} {'long':>9} {'narrow':>9} {'wide':>9} "
-              f"{'ms/call':>8} {'p99':>7} {'max':>7} {'room':>6} {'model starts':>12}")
-        for d, runs in by_disp.items():
-            starts: dict[str, int] = {}
-            for r in runs:
-                for k, v in r["starts_by_status"].items():
-                    starts[k] = starts.get(k, 0) + v
-            total = max(1, sum(starts.values()))
-            model = sum(v for k, v in starts.items() if k in ("optimal", "feasible")) / total
-            print(f"{d:<24} {fmt([r['wait'] for r in runs]):>13} {fmt([r['bsld'] for r in runs], 2):>13} "
-                  f"{statistics.fmean(r['bsld_sd'] for r in runs):>9.2f} {fmt([r['wait_gpu'] for r in runs]):>13} "
-                  f"{fmt([r['wait_mic'] for r in runs]):>13} {fmt([r['wait_cpu'] for r in runs]):>13} "
-                  + " ".join(f"{statistics.fmean(r.get(f'wait_{k}', math.nan) for r in runs):>9.0f}"
-                             for k in ("short", "long", "narrow", "wide"))
-                  + f" {statistics.fmean(r['ms_mean'] for r in runs):>8.1f} {max(r['ms_p99'] for r in runs):>7.1f}"
-                  f" {max(r['ms_max'] for r in runs):>7.0f} {room_share(runs):>6.1%} {model:>12.0%}")
-        if REFERENCE in by_disp:
-            ref = by_disp[REFERENCE]
-            others = [(d, runs) for d, runs in by_disp.items() if d != REFERENCE and len(runs) == len(ref)]
-            print(f"paired differences, {REFERENCE} minus each (< 0: {REFERENCE} better; * the 95% interval "
-                  "excludes 0): " + "; ".join(f"{d}: " + ", ".join(versus(ref, runs, key) for key in DIFF_KEYS)
-                                              for d, runs in others))
-        print()
+        print_group(w, load, alloc, by_disp)
     if args.markdown:
         markdown(groups)
     if args.plot:

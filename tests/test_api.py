@@ -11,6 +11,7 @@ import re
 import runpy
 import subprocess
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import pandas as pd
 import pytest
 
 import cpdispatch as cpd
+from cpdispatch.campaign.spec import load_campaign
+from cpdispatch.cli import build_parser
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.validate import schedule_errors
 
@@ -87,10 +90,8 @@ def test_function_dispatcher_runs_and_is_validated() -> None:
     assert good.summary["dispatcher"] == "greedy_first_fit" and schedule_errors(good.raw) == []
     assert good.summary["completed"] == good.summary["jobs"] and not good.raw.refused
 
-    def always_node_zero(snap: cpd.Snapshot) -> list[cpd.Start]:
-        return [cpd.Start(q.job.id, (0,) * q.job.units) for q in snap.queued]
-
-    bad = cpd.simulate(system, jobs, dispatcher=always_node_zero, load_factor=4.0)
+    with pytest.warns(cpd.RefusedStartsWarning):
+        bad = cpd.simulate(system, jobs, dispatcher=always_node_zero, load_factor=4.0)
     assert bad.raw.refused and schedule_errors(bad.raw) == []
 
 
@@ -257,3 +258,141 @@ def test_a_workload_read_onto_another_system_is_checked_again() -> None:
     jobs = cpd.read_workload(KTH, cpd.System.preset("kth-sp2"), limit=20)
     with pytest.raises(CpdispatchError, match="field req has 1 amounts, system eurora has 4 types"):
         cpd.simulate("eurora", jobs, "fifo")
+
+
+# -- an API that says what went wrong ------------------------------------------------------------------
+
+
+def always_node_zero(snap: cpd.Snapshot) -> list[cpd.Start]:
+    """Every queued job on node 0 (most starts are refused)."""
+    return [cpd.Start(q.job.id, (0,) * q.job.units) for q in snap.queued]
+
+
+def test_refused_starts_are_a_warning_with_the_first_reason() -> None:
+    system, jobs = small()
+    with pytest.warns(cpd.RefusedStartsWarning, match=r"dispatcher always_node_zero: [\d,]+ invalid start\(s\) "
+                                                      r"refused, first: t=\d+: start of job \S+ refused: ") as seen:
+        result = cpd.simulate(system, jobs, dispatcher=always_node_zero, load_factor=4.0)
+    assert len(seen) == 1 and issubclass(cpd.RefusedStartsWarning, UserWarning)
+    assert result.refused and result.refused is result.raw.refused
+    assert result.refused[0] in str(seen[0].message) and f"{len(result.refused):,} invalid" in str(seen[0].message)
+    assert result.summary["refused_starts"] == len(result.refused) and "refused_decisions" not in result.summary
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cpd.RefusedStartsWarning)  # a valid dispatcher: no warning
+        assert cpd.simulate(system, jobs, dispatcher="easy").refused == []
+
+
+def test_the_cli_says_refused_starts_once(tmp_path: Path) -> None:
+    (tmp_path / "node_zero.py").write_text(
+        "import cpdispatch as cpd\n\ndef decide(snap):\n"
+        "    return [cpd.Start(q.job.id, (0,) * q.job.units) for q in snap.queued]\n")
+    run = _cli("simulate", "--system", "kth-sp2", "--workload", str(KTH), "--limit-jobs", "200", "--dispatcher",
+               "node_zero:decide", "--out", str(tmp_path / "o"), "--no-plots", "--no-progress",
+               env={"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])})
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("invalid start(s) refused, first: t=") == 1, run.stderr
+    assert "RefusedStartsWarning" not in run.stderr
+
+
+def test_start_takes_node_names_or_indices() -> None:
+    system, jobs = small()
+
+    def first_fit(by_name: bool) -> object:
+        def decide(snap: cpd.Snapshot) -> list[cpd.Start]:
+            starts = []
+            for q in snap.queued:
+                nodes = snap.first_fit(q)
+                if nodes:
+                    starts.append(cpd.Start(q.job.id, [system.node_names[k] for k in nodes] if by_name else nodes))
+                    snap = snap.after(starts[-1])
+            return starts
+        return decide
+
+    named = cpd.simulate(system, jobs, dispatcher=first_fit(True), load_factor=4.0)
+    indexed = cpd.simulate(system, jobs, dispatcher=first_fit(False), load_factor=4.0)
+    assert not named.refused and named.summary["completed"] == named.summary["jobs"]
+    assert named.jobs.equals(indexed.jobs)
+
+    def unknown_node(snap: cpd.Snapshot) -> list[cpd.Start]:
+        return [cpd.Start(q.job.id, ["gpu-99"] * q.job.units) for q in snap.queued]
+
+    with pytest.warns(cpd.RefusedStartsWarning, match="no node named 'gpu-99' in system eurora"):
+        bad = cpd.simulate(system, jobs, dispatcher=unknown_node)
+    assert "a node is given by name, e.g. 'gpu-1', or by index 0..63" in bad.refused[0]
+    snap = cpd.Snapshot(0, system, (cpd.QueuedJob(jobs.jobs[0], 10),), (), system.capacity.copy())
+    by_name = snap.after(cpd.Start(jobs.jobs[0].id, [system.node_names[3]] * jobs.jobs[0].units))
+    assert by_name.running[0].alloc.nodes == (3,)
+    with pytest.raises(ValueError, match="no node named 'nope' in system eurora"):
+        snap.after(cpd.Start(jobs.jobs[0].id, ["nope"] * jobs.jobs[0].units))
+
+
+@pytest.mark.parametrize(("returned", "shown"), [(["hello"], "['hello'] holding 'hello'"), (None, "None"),
+                                                 ("abc", "'abc'"), ([cpd.Start("1", (0,)), 3], "holding 3")])
+def test_a_bad_return_value_names_the_dispatcher_time_and_value(returned: object, shown: str) -> None:
+    system, jobs = small()
+
+    def confused(snap: cpd.Snapshot) -> object:
+        return returned
+
+    with pytest.raises(CpdispatchError) as info:
+        cpd.simulate(system, jobs, dispatcher=confused)
+    message = str(info.value)
+    assert message.startswith("dispatcher confused returned ") and shown in message
+    assert f"at simulated time {jobs.jobs[0].submit}: expected a Decision or a sequence of Start" in message
+
+
+def test_a_dispatcher_class_returning_a_bad_value_is_named() -> None:
+    """The check is the simulator's, so a `Dispatcher` subclass gets it too (a list of Starts is accepted)."""
+
+    class Lists(cpd.Dispatcher):
+        name = "lists"
+
+        def decide(self, snapshot: cpd.Snapshot) -> cpd.Decision:
+            return [cpd.Start(q.job.id, snapshot.first_fit(q)) for q in snapshot.queued[:1]  # type: ignore[return-value]
+                    if snapshot.first_fit(q)]
+
+    class Words(Lists):
+        name = "words"
+
+        def decide(self, snapshot: cpd.Snapshot) -> cpd.Decision:
+            return "start everything"  # type: ignore[return-value]
+
+    system, jobs = small()
+    assert cpd.simulate(system, jobs, dispatcher=Lists()).summary["completed"] == len(jobs)
+    with pytest.raises(CpdispatchError, match=r"dispatcher words returned 'start everything' at simulated time \d+"):
+        cpd.simulate(system, jobs, dispatcher=Words())
+
+
+def test_reprs_are_short_and_len_counts_jobs() -> None:
+    system, jobs = small()
+    assert repr(system) == "System('eurora', 64 nodes, core=1,024, mem=1,048,576, gpu=64, mic=64)"
+    assert len(jobs) == 300 and len(cpd.Workload("w", [])) == 0
+    first, last = jobs.jobs[0].submit, jobs.jobs[-1].submit
+    assert repr(jobs) == f"Workload('generated:eurora:300:3', 300 jobs, submit {first:,}..{last:,} s)"
+    result = cpd.simulate(system, jobs, "easy", load_factor=4.0)
+    text = repr(result)
+    assert text.startswith("Result('easy', predictor 'walltime', 300 jobs: 300 completed; avg_wait ")
+    assert f"avg_wait {result.summary['avg_wait']:,.1f} s" in text and len(text) < 200
+
+
+def test_dir_lists_the_public_names() -> None:
+    names = dir(cpd)
+    assert names == sorted(cpd.__all__) and "Any" not in names and "annotations" not in names
+    assert {"simulate", "System", "Start", "Result", "RefusedStartsWarning", "Workload"} <= set(names)
+    for name in names:
+        assert getattr(cpd, name) is not None
+
+
+def test_one_default_predictor_everywhere(tmp_path: Path) -> None:
+    """walltime: what an on-line dispatcher knows (the API, the CLI, the Slurm driver, campaigns)."""
+    assert cpd.DEFAULT_PREDICTOR == "walltime"
+    system = cpd.System.preset("eurora")
+    assert cpd.simulate(system, cpd.generate_eurora(20, seed=1), "fifo").summary["predictor"] == "walltime"
+    parser = build_parser()
+    for argv in (["simulate", "--system", "s", "--workload", "w", "--out", "o"], ["slurm", "dispatch"],
+                 ["slurm", "replay", "trace"]):
+        assert parser.parse_args(argv).predictor == cpd.DEFAULT_PREDICTOR, argv
+    spec = tmp_path / "c.toml"
+    spec.write_text('name = "c"\ndispatchers = ["fifo"]\n[[workloads]]\ngenerate = "eurora"\njobs = 20\n'
+                    'system = "eurora"\n')
+    assert {r["predictor"] for r in load_campaign(spec).runs} == {cpd.DEFAULT_PREDICTOR}

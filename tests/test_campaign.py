@@ -19,7 +19,7 @@ from cpdispatch.campaign import load_campaign, run_campaign
 from cpdispatch.campaign.collect import collect
 from cpdispatch.campaign.runner import build_workload
 from cpdispatch.campaign.spec import run_key
-from cpdispatch.errors import InputError
+from cpdispatch.errors import CpdispatchError, InputError
 
 from .test_cli import cli
 
@@ -301,3 +301,103 @@ def test_a_generated_workload_takes_the_generators_mix(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown mix 'nope'") as exc:
         load_campaign(_write(tmp_path, bad, name="e.toml"))
     assert exc.value.field == "workloads[0].mix"
+
+
+TINY = """
+name = "tiny"
+dispatchers = ["fifo"]
+
+[[workloads]]
+generate = "eurora"
+jobs = 20
+system = "eurora"
+"""
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under `root`: modification time and content."""
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_folder_holds_one_campaign(tmp_path: Path) -> None:
+    spec, out = _write(tmp_path, TINY, "tiny.toml"), tmp_path / "out"
+    code, stdout, stderr = cli("campaign", "run", str(spec), "--out", str(out), "--workers", "1")
+    assert code == 0 and "1 runs done" in stdout, stderr
+    before = _snapshot(out)
+    for other in (TINY.replace('"fifo"', '"easy"'),  # the same name, other runs
+                  TINY.replace('"tiny"', '"tiny2"')):  # the same runs, another name
+        code, stdout, stderr = cli("campaign", "run", str(_write(tmp_path, other, "other.toml")), "--out", str(out))
+        assert code == 2 and "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+        assert f"--out {out}: holds another campaign ('tiny', 1 runs, from {spec})" in stderr
+        assert "choose another --out, remove the folder, or run that campaign's file again to resume it" in stderr
+        assert _snapshot(out) == before  # a refused run writes nothing
+    # the same campaign, its keys in another order, from a copy elsewhere: resumed
+    (tmp_path / "copy").mkdir()
+    reordered = 'dispatchers = ["fifo"]\nname = "tiny"\n' + TINY.split('dispatchers = ["fifo"]')[1]
+    copy = _write(tmp_path / "copy", reordered)
+    code, stdout, stderr = cli("campaign", "run", str(copy), "--out", str(out), "--workers", "1")
+    assert code == 0 and "0 runs done, 0 failed, 1 were complete" in stdout, stderr
+
+
+def test_campaign_run_refuses_a_folder_holding_something_else(tmp_path: Path) -> None:
+    spec, out = _write(tmp_path, TINY, "tiny.toml"), tmp_path / "notes"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    code, _, stderr = cli("campaign", "run", str(spec), "--out", str(out))
+    assert code == 2 and f"--out {out}: not empty and not a campaign folder" in stderr, stderr
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_a_folder_of_an_earlier_version_compares_its_campaign_toml(tmp_path: Path) -> None:
+    """Before the runs were saved beside it, a folder held only campaign.toml: its parsed content decides."""
+    from cpdispatch.campaign import check_resumable
+
+    spec, out = _write(tmp_path, TINY, "tiny.toml"), tmp_path / "out"
+    out.mkdir()
+    (out / "campaign.toml").write_text(TINY.replace("\n\n", "\n\n# the same campaign, other bytes\n"))
+    check_resumable(load_campaign(spec), spec, out)
+    (out / "campaign.toml").write_text(TINY.replace("jobs = 20", "jobs = 30"))
+    with pytest.raises(CpdispatchError, match="holds another campaign \\(its campaign.toml\\)"):
+        check_resumable(load_campaign(spec), spec, out)
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "demo"])
+def test_report_collect_and_status_refuse_what_is_not_a_campaign_folder(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / kind
+    if kind == "empty":
+        folder.mkdir()
+    elif kind == "demo":
+        code, _, stderr = cli("demo", "--jobs", "20", "--dispatchers", "fifo", "--out", str(folder))
+        assert code == 0, stderr
+    before = _snapshot(folder) if folder.exists() else None
+    said = set()
+    for args in (("report", str(folder), "--out", str(tmp_path / "r")), ("campaign", "collect", str(folder)),
+                 ("campaign", "status", str(folder))):
+        code, stdout, stderr = cli(*args)
+        assert code == 2 and "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+        said.add(stderr)
+    assert len(said) == 1  # one test, one message, for the three commands
+    assert said.pop().strip() == (f"cpdispatch: error: {folder}: no such folder" if kind == "missing" else
+                                  f"cpdispatch: error: {folder}: not a campaign folder (no campaign-runs.json: "
+                                  "run `campaign run` first)")
+    assert not (tmp_path / "r").exists()
+    assert (_snapshot(folder) if folder.exists() else None) == before
+
+
+def test_missing_files_are_named_as_written_in_the_campaign_file(tmp_path: Path) -> None:
+    """Through a symbolic link: the message shows the path of the file, not the link's target."""
+    target = tmp_path / "target-folder"
+    target.mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "traces").symlink_to(target)
+    trace = TINY.replace('generate = "eurora"\njobs = 20', 'path = "traces/gone.swf"')
+    system = TINY.replace('system = "eurora"', 'system = "traces/my.toml"')
+    cases = ((trace, "workloads[0].path", "no such trace file: traces/gone.swf"),
+             (system, "workloads[0].system", "no such system file or preset: traces/my.toml"))
+    for text, key, said in cases:
+        spec = _write(tmp_path / "sub", text)
+        code, _, stderr = cli("campaign", "run", str(spec), "--out", str(tmp_path / "out"))
+        assert code == 2 and f"field '{key}': {said} (relative to the campaign file's folder {tmp_path / 'sub'})" \
+            in stderr, stderr
+        assert "target-folder" not in stderr
+    assert not (tmp_path / "out").exists()

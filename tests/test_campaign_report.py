@@ -1,5 +1,6 @@
 """Campaign report: a campaign folder built by hand (cpd.simulate, no runner), the page checked for every
-section and image, the numbers checked on hand-computed cases, and the page opened in headless Chromium."""
+section and image, the figures' numbers read back and compared with the tables', the numbers checked on
+hand-computed cases, and the page opened in headless Chromium."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 import shutil
 import subprocess
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +23,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats as scipy_stats  # noqa: E402
 
 import cpdispatch as cpd  # noqa: E402
-from cpdispatch.campaign import report  # noqa: E402
-from cpdispatch.campaign.report import (  # noqa: E402
-    CAMPAIGN_HEADINGS,
-    SECTION_HEADINGS,
+from cpdispatch.campaign import frames  # noqa: E402
+from cpdispatch.campaign.analysis import (  # noqa: E402
+    MAX_ECDF,
     class_table,
-    duration_slowdown,
     ecdf_points,
-    job_metrics,
+    paired_table,
     prediction_table,
     replica_table,
     run_timeline,
-    t_quantile,
-    write_report,
+    window_mean,
 )
+from cpdispatch.campaign.drawing import auto_scale  # noqa: E402
+from cpdispatch.campaign.html import num  # noqa: E402
+from cpdispatch.campaign.report import CAMPAIGN_HEADINGS, SECTION_HEADINGS, write_report  # noqa: E402
 from cpdispatch.errors import CpdispatchError  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -47,6 +50,8 @@ FIGURES = ["jobs", "completed", "killed", "rejected", "avg_wait", "sd_wait", "p5
            "sim_wall_s", "peak_rss_mb"]
 FAILED_ERROR = 'RuntimeError: <b>solver</b> died & said "bye"'
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+#: per section: headline, job classes, ECDFs, decision time, prediction; then the timeline and 2 ratio plots
+SECTION_FIGURES = ("headline", "classes", "ecdf", "decision-time", "prediction")
 
 
 # ---------------------------------------------------------------- a campaign folder, as the collector writes it
@@ -128,41 +133,149 @@ def images(page: str) -> list[str]:
     return re.findall(r"<img\b[^>]*>", page)
 
 
+# ---------------------------------------------------------------- reading the page back
+
+
+class PageReader(HTMLParser):
+    """Tables by id (header texts, row cell texts) and the numbers of every figure's data-values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, dict[str, list[Any]]] = {}
+        self.figures: list[list[dict[str, Any]]] = []
+        self._table: dict[str, list[Any]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "figure" and a.get("data-values"):
+            self.figures.append(json.loads(a["data-values"] or "[]"))
+        elif tag == "table":
+            self._table = {"headers": [], "rows": []}
+            if a.get("id"):
+                self.tables[str(a["id"])] = self._table
+        elif tag == "tr" and self._table is not None:
+            self._table["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table is not None:
+            text = "".join(self._cell).strip()
+            (self._table["headers"] if tag == "th" else self._table["rows"][-1]).append(text)
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def read_page(page: str) -> tuple[dict[str, dict[str, list[Any]]], list[list[dict[str, Any]]]]:
+    reader = PageReader()
+    reader.feed(page)
+    for t in reader.tables.values():
+        t["rows"] = [r for r in t["rows"] if r]  # the header row
+    return reader.tables, reader.figures
+
+
+def split_cell(text: str) -> tuple[str, str | None, str | None]:
+    """'1,234.50[1,000.00, 1,500.00] p=0.03' -> ('1,234.50', '1,000.00', '1,500.00'); 'x n=1' -> (x, None, None)."""
+    m = re.fullmatch(r"(.+?)(?:\[(.+?), (.+?)\](?: p=\S+)?|n=\d+)?", text.strip())
+    assert m, text
+    return m.group(1).strip(), m.group(2), m.group(3)
+
+
+def check_figures_against_tables(tables: dict[str, dict[str, list[Any]]], figures: list[list[dict[str, Any]]]
+                                 ) -> int:
+    """Every point a figure drew equals its table cell as shown (the report's own rounding); returns the
+    number of points checked."""
+    checked = 0
+    for points in figures:
+        for pt in points:
+            t = tables[pt["table"]]
+            col = t["headers"].index(pt["column"])
+            rows = [r for r in t["rows"] if r[:len(pt["row"])] == pt["row"]]
+            assert len(rows) == 1, (pt, t["rows"])
+            mean, low, high = split_cell(rows[0][col])
+            assert num(pt["mean"]) == mean, (pt, rows[0][col])
+            if low is None:
+                assert pt["low"] == pytest.approx(pt["mean"]) and pt["high"] == pytest.approx(pt["mean"])
+            else:
+                assert (num(pt["low"]), num(pt["high"])) == (low, high), (pt, rows[0][col])
+            checked += 1
+    return checked
+
+
 # ---------------------------------------------------------------- the page
 
 
-def test_report_has_every_section_and_figure(built: Path, campaign: Path) -> None:
+def test_report_has_every_section_and_figure(built: Path) -> None:
     page = built.read_text(encoding="utf-8")
     assert built.name == "index.html"
     for heading in (*SECTION_HEADINGS, *CAMPAIGN_HEADINGS):
         assert html.escape(heading) in page, heading
     for lf in ("2", "10"):  # one section per (workload, load factor), each with all its headings
         assert f"Workload eurora-200 at load factor {lf}</h2>" in page
-    assert page.count(html.escape(SECTION_HEADINGS[1])) == 2
+    assert page.count(html.escape(SECTION_HEADINGS[0])) == 2
+    assert "per dispatcher and predictor" not in page
     # self-contained: no script, no link to a file or the network
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", page)
-    # the chosen run: no pcp20 run is done, so the first done run in key order
-    assert "Run easy-real-lf10-r1: easy" in page
+    # the drawn replica: the reference's (easy, the first dispatcher) first run, with every dispatcher on it
+    assert "(run easy-real-lf2-r1: easy), every dispatcher" in page
+    assert "reference for paired differences: easy" in page
 
 
 def test_every_image_is_an_inlined_png_and_every_figure_has_svg(built: Path) -> None:
     page = built.read_text(encoding="utf-8")
     tags = images(page)
-    # per section: 3 quality bars, duration classes, ECDFs, prediction, decision time; the timeline; 2 ratios
-    assert len(tags) == 2 * 7 + 1 + 2
+    assert len(tags) == 2 * len(SECTION_FIGURES) + 1 + 2
     for tag in tags:
         m = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', tag)
         assert m and m.group(1), tag[:80]
         data = base64.b64decode(m.group(1), validate=True)
         assert data[:8] == PNG and len(data) > 1000
     pngs = sorted(built.parent.glob("*.png"))
-    assert len(pngs) == 2 * 7 + 1
+    assert sorted(p.stem for p in pngs) == sorted(
+        ["run-timeline", *(f"s{s:02d}-{f}" for s in (1, 2) for f in SECTION_FIGURES)])
     for png in pngs:
         svg = png.with_suffix(".svg")
         assert png.read_bytes()[:8] == PNG
         assert svg.is_file() and b"<svg" in svg.read_bytes()[:2000]
     assert not list(built.parent.glob(".*partial*"))
+
+
+def test_figures_draw_the_numbers_of_their_tables(built: Path) -> None:
+    tables, figures = read_page(built.read_text(encoding="utf-8"))
+    # per section: 4 series x 3 metrics, 2 paired differences x 3 metrics, 4 series x 8 classes x 2 metrics
+    assert check_figures_against_tables(tables, figures) == 2 * (12 + 6 + 64)
+    assert {"s01-means", "s01-diffs", "s02-class-wait", "across-avg_wait"} <= set(tables)
+
+
+def test_one_colour_per_dispatcher_throughout(built: Path) -> None:
+    _, figures = read_page(built.read_text(encoding="utf-8"))
+    colours: dict[str, set[str]] = {}
+    for pt in (pt for points in figures for pt in points):
+        dispatcher = pt["row"][0] if "-class-" not in pt["table"] else pt["column"].split(" / ")[0]
+        colours.setdefault(dispatcher, set()).add(pt["colour"])
+    assert set(colours) == {"easy", "fifo"}
+    assert all(len(c) == 1 for c in colours.values()) and colours["easy"] != colours["fifo"], colours
+
+
+def test_scale_shows_every_dispatcher() -> None:
+    """fifo's mean wait of hours beside seconds: a log axis; with a zero among them: symmetric log; close
+    values: linear."""
+    for values, scale in (([11.0, 85.0, 5000.0], "log"), ([0.0, 11.0, 85.0, 5000.0], "symlog"),
+                          ([-3.0, 2.0, 16000.0], "symlog"), ([1.0, 1.2, 1.8], "linear"), ([0.0, 3.0, 8.0], "linear")):
+        fig, ax = plt.subplots()
+        ax.plot(values, values)
+        auto_scale(ax, np.array(values))
+        assert ax.get_xscale() == scale, values
+        if min(values) == 0 and scale == "symlog":  # linear below 10 (the smallest value), no negative decades
+            assert ax.get_xlim()[0] == pytest.approx(-3.0)
+        plt.close(fig)
 
 
 def test_failed_runs_and_comparisons_are_escaped(built: Path) -> None:
@@ -174,7 +287,7 @@ def test_failed_runs_and_comparisons_are_escaped(built: Path) -> None:
     assert 'alt="compare/variables_ratio.png"' in page and 'alt="compare/time_ratio.png"' in page
 
 
-def test_tables_1_2_hold_the_mean_over_replicas(built: Path, campaign: Path) -> None:
+def test_decision_table_holds_the_mean_over_replicas(built: Path, campaign: Path) -> None:
     runs = pd.read_parquet(campaign / "runs.parquet")
     sel = runs[(runs.dispatcher == "fifo") & (runs.predictor == "walltime") & (runs.load_factor == 10.0)]
     page = built.read_text(encoding="utf-8")
@@ -183,74 +296,115 @@ def test_tables_1_2_hold_the_mean_over_replicas(built: Path, campaign: Path) -> 
     assert f"{sel.sim_wall_s.mean():,.2f}" in section
 
 
+def test_table_across_workloads_and_paired_differences_match_the_runs(built: Path, campaign: Path) -> None:
+    runs = pd.read_parquet(campaign / "runs.parquet")
+    tables, _ = read_page(built.read_text(encoding="utf-8"))
+    across = tables["across-avg_wait"]
+    assert across["headers"] == ["workload", "load factor", "predictor", "easy", "fifo"]  # pcp20: no done run
+    row = next(r for r in across["rows"] if r[:3] == ["eurora-200", "10", "walltime"])
+    fifo = runs[(runs.dispatcher == "fifo") & (runs.predictor == "walltime") & (runs.load_factor == 10.0)]
+    easy = runs[(runs.dispatcher == "easy") & (runs.predictor == "walltime") & (runs.load_factor == 10.0)]
+    assert split_cell(row[4])[0] == num(fifo.avg_wait.mean())
+    diffs = tables["s02-diffs"]
+    cell = next(r for r in diffs["rows"] if r[:2] == ["fifo", "walltime"])[diffs["headers"].index("mean wait [s]")]
+    d = fifo.sort_values("replica").avg_wait.to_numpy() - easy.sort_values("replica").avg_wait.to_numpy()
+    low, high = scipy_stats.t.interval(0.95, 1, loc=d.mean(), scale=scipy_stats.sem(d))
+    assert split_cell(cell) == (num(d.mean()), num(low), num(high))
+
+
 # ---------------------------------------------------------------- numbers, by hand
 
 
-def test_t_quantile_matches_the_tables() -> None:
-    for df, t in ((1, 12.7062), (2, 4.3027), (3, 3.1824), (10, 2.2281), (30, 2.0423), (200, 1.9719)):
-        assert t_quantile(df) == pytest.approx(t, abs=1e-4)
-
-
-def hand_runs() -> pd.DataFrame:
-    """easy/real: 2 replicas (wait 100 and 200, slowdown 2 and 4); fifo/real: 1 replica."""
+def hand_runs(waits: tuple[float, ...] = (100.0, 200.0), fifo_waits: tuple[float, ...] = (50.0,)) -> pd.DataFrame:
+    """easy/real: a replica per wait in `waits` (slowdown = wait / 50); fifo/real: one per `fifo_waits`."""
     rows = []
-    for key, disp, rep, wait, sld in (("a", "easy", 1, 100.0, 2.0), ("b", "easy", 2, 200.0, 4.0),
-                                      ("c", "fifo", 1, 50.0, 1.5)):
-        summary = {k: 1.0 for k in FIGURES} | {"avg_wait": wait, "avg_slowdown": sld, "avg_bounded_slowdown": sld,
-                                               "utilization": {"core": 0.5}, "capacity": {"core": 8}}
-        rows.append(run_row(settings(key, disp, "real", 1.0, rep, "tiny"), summary, 0.1))
+    for disp, ws in (("easy", waits), ("fifo", fifo_waits)):
+        for rep, wait in enumerate(ws, 1):
+            key = {("easy", 1): "a", ("easy", 2): "b", ("fifo", 1): "c"}.get((disp, rep), f"{disp}{rep}")
+            summary = {k: 1.0 for k in FIGURES} | {"avg_wait": wait, "avg_slowdown": wait / 50,
+                                                   "avg_bounded_slowdown": wait / 50,
+                                                   "utilization": {"core": 0.5, "gpu": 0.1},
+                                                   "capacity": {"core": 8, "gpu": 2}}
+            rows.append(run_row(settings(key, disp, "real", 1.0, rep, "tiny"), summary, 0.1))
     return pd.DataFrame(rows)
 
 
-def test_replica_table_mean_and_ci_by_hand() -> None:
-    t = replica_table(hand_runs(), ["avg_wait", "avg_slowdown"])
+def test_replica_table_mean_and_interval_by_hand() -> None:
+    t = replica_table(frames_runs(hand_runs()), ["avg_wait", "avg_slowdown"])
     easy, fifo = t.loc[("easy", "real")], t.loc[("fifo", "real")]
-    # mean 150; sd 70.71; half width t(0.975, 1) * sd / sqrt(2) = 12.7062 * 50 = 635.31
+    # mean 150; sd 70.71; half width t(0.975, 1) * sd / sqrt(2) = 12.7062 * 50 = 635.31, cut at 0 below
     assert easy["runs"] == 2 and easy["avg_wait_n"] == 2
     assert easy["avg_wait_mean"] == pytest.approx(150.0)
-    assert easy["avg_wait_lo"] == pytest.approx(150.0 - 635.3102, abs=1e-3)
+    assert easy["avg_wait_lo"] == 0.0
     assert easy["avg_wait_hi"] == pytest.approx(150.0 + 635.3102, abs=1e-3)
+    assert easy["avg_slowdown_lo"] == 1.0  # 3 - 12.71: cut at the lowest slowdown
     assert easy["avg_slowdown_hi"] == pytest.approx(3.0 + 12.7062047 * 1.0, abs=1e-4)
     assert fifo["avg_wait_n"] == 1 and np.isnan(fifo["avg_wait_lo"])
 
 
+def frames_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """A runs frame labelled as `load_runs` labels it (categoricals in order of appearance)."""
+    out = runs.copy()
+    for c in frames.ORDERED:
+        out[c] = pd.Categorical(out[c], categories=list(dict.fromkeys(out[c])), ordered=True)
+    out["section"] = 0
+    return out
+
+
+def test_paired_differences_by_hand() -> None:
+    runs = frames_runs(hand_runs((100.0, 200.0, 300.0), (150.0, 260.0, 330.0)))
+    t = paired_table(runs, ["avg_wait"], "easy")
+    assert list(t.index) == [("fifo", "real")]  # the reference has no row
+    fifo = t.loc[("fifo", "real")]
+    # fifo - easy = 50, 60, 30: mean 46.67, sd 15.28, half width 4.3027 * 15.28 / sqrt(3) = 37.95
+    assert fifo["pairs"] == 3 and fifo["avg_wait_mean"] == pytest.approx(46.6667, abs=1e-3)
+    assert fifo["avg_wait_hi"] - fifo["avg_wait_mean"] == pytest.approx(37.946, abs=1e-3)
+    assert fifo["avg_wait_p"] == pytest.approx(scipy_stats.ttest_rel([150, 260, 330], [100, 200, 300]).pvalue)
+
+
 def hand_jobs() -> pd.DataFrame:
-    """Six jobs of one run (runtime = end - start), one rejected; req_core per unit."""
-    cols = ["job_id", "submit", "start", "end", "units", "req_core", "walltime", "runtime", "predicted", "status"]
+    """Six jobs of one run (runtime = end - start), one rejected; req_core and req_gpu per unit."""
+    cols = ["job_id", "submit", "start", "end", "units", "req_core", "req_gpu", "walltime", "runtime", "predicted",
+            "status"]
     nan = float("nan")
     rows = [
-        ("1", 0, 100, 1100, 1, 1, 2000, 1000, 900, "completed"),  # short narrow, wait 100, bsld 1.1
-        ("2", 0, 0, 7200, 4, 2, 9000, 7200, 7200, "completed"),  # long wide (medium), wait 0, bsld 1
-        ("3", 50, 3650, 3655, 1, 1, 60, 5, 60, "completed"),  # short narrow, wait 3600, bsld 360.5, sld 721
-        ("4", 0, 3600, 23600, 2, 1, 30000, 20000, 30000, "completed"),  # long wide (long), wait 3600, sld 1.18
-        ("5", 0, nan, nan, 1, 1, 100, 50, nan, "rejected"),
-        ("6", 0, 400, 4400, 1, 8, 5000, 4000, 4000, "completed"),  # long narrow (medium), wait 400, sld 1.1
+        ("1", 0, 100, 1100, 1, 1, 0, 2000, 1000, 900, "completed"),  # short narrow, wait 100, bsld 1.1
+        ("2", 0, 0, 7200, 4, 2, 1, 9000, 7200, 7200, "completed"),  # medium wide GPU, wait 0, bsld 1
+        ("3", 50, 3650, 3655, 1, 1, 0, 60, 5, 60, "completed"),  # short narrow, wait 3600, bsld 360.5
+        ("4", 0, 3600, 23600, 2, 1, 0, 30000, 20000, 30000, "completed"),  # long wide, wait 3600, bsld 1.18
+        ("5", 0, nan, nan, 1, 1, 0, 100, 50, nan, "rejected"),
+        ("6", 0, 400, 4400, 1, 8, 0, 5000, 4000, 4000, "completed"),  # medium narrow, wait 400, bsld 1.1
     ]
     df = pd.DataFrame(rows, columns=cols)
     df["user"], df["reason"] = "u1", ""
     return df
 
 
-def hand_campaign(root: Path) -> Path:
+def hand_campaign(root: Path, failed: bool = True) -> Path:
     runs = hand_runs()
     jobs = [job_rows(runs.iloc[0].to_dict(), hand_jobs())]
-    failed = failed_row(settings("z", "pcp20", "real", 1.0, 1, "tiny"), "boom")
-    return write_campaign(root, [*runs.to_dict("records"), failed], jobs)
+    extra = [failed_row(settings("z", "pcp20", "real", 1.0, 1, "tiny"), "boom")] if failed else []
+    return write_campaign(root, [*runs.to_dict("records"), *extra], jobs)
 
 
 def test_job_tables_by_hand(tmp_path: Path) -> None:
     root = hand_campaign(tmp_path / "c")
-    runs = report.load_runs(root)
-    jm = job_metrics(report.load_jobs(root / "jobs.parquet"), runs)
+    runs = frames.load_runs(root)
+    types = frames.accelerator_types(runs)
+    assert types == ["gpu"]
+    jm = frames.job_metrics(frames.load_jobs(root / "jobs.parquet", types), runs, types)
     assert len(jm) == 5  # the rejected job never started
-    ct = class_table(jm).set_index(["duration", "width"])
-    assert ct.loc[("short", "narrow"), ["jobs", "wait", "bsld"]].tolist() == pytest.approx([2, 1850.0, 180.8])
-    assert ct.loc[("long", "wide"), ["jobs", "wait", "bsld"]].tolist() == pytest.approx([2, 1800.0, 1.09])
-    assert ct.loc[("long", "narrow"), ["jobs", "wait", "bsld"]].tolist() == pytest.approx([1, 400.0, 1.1])
-    assert ("short", "wide") not in ct.index
-    ds = duration_slowdown(jm).set_index("duration")
-    assert ds.loc["medium", ["jobs", "slowdown"]].tolist() == pytest.approx([2, 1.05])
-    assert ds.loc["long", ["jobs", "slowdown"]].tolist() == pytest.approx([1, 1.18])
+    ct = class_table(jm, runs).set_index("class")
+    assert list(ct.index) == ["GPU jobs", "CPU-only jobs", "short jobs (< 1 h)", "medium jobs (1–5 h)",
+                              "long jobs (> 5 h)", "narrow jobs (1 unit)", "wide jobs (> 1 unit)"]
+    expected = {"GPU jobs": (1, 0.0, 1.0), "CPU-only jobs": (4, 1925.0, 90.97),
+                "short jobs (< 1 h)": (2, 1850.0, 180.8), "medium jobs (1–5 h)": (2, 200.0, 1.05),
+                "long jobs (> 5 h)": (1, 3600.0, 1.18), "narrow jobs (1 unit)": (3, 4100 / 3, 362.7 / 3),
+                "wide jobs (> 1 unit)": (2, 1800.0, 1.09)}
+    for cls, (jobs, wait, bsld) in expected.items():
+        row = ct.loc[cls]
+        assert [row.jobs_mean, row.wait_mean, row.bsld_mean] == pytest.approx([jobs, wait, bsld]), cls
+        assert row.wait_n == 1 and np.isnan(row.wait_lo)  # one replica: no interval
     pt = prediction_table(jm).set_index("predictor").loc["real"]
     assert [pt.jobs, pt.mae, pt.under, pt.over] == pytest.approx([5, 2031.0, 0.2, 0.4])
 
@@ -258,16 +412,21 @@ def test_job_tables_by_hand(tmp_path: Path) -> None:
 def test_hand_campaign_page_shows_the_hand_numbers(tmp_path: Path) -> None:
     index = write_report(hand_campaign(tmp_path / "c"), tmp_path / "r", run_key="a")
     page = index.read_text(encoding="utf-8")
-    assert "[-485.31, 785.31]" in page  # easy: wait mean 150 over 2 replicas
-    assert "<td>150.00</td><td>[-485.31, 785.31]</td>" in page
-    assert "<td>50.00</td><td>n=1</td>" in page  # fifo: one replica
-    for cells in ("<td>2</td><td>1,850.00</td><td>180.80</td>", "<td>2</td><td>1,800.00</td><td>1.09</td>",
-                  "<td>5</td><td>2,031.0</td><td>20.0 %</td><td>40.0 %</td>", "<td>1</td><td>1.18</td>"):
-        assert cells in page
-    assert "Run a: easy" in page and "no failed run" not in page and "boom" in page
+    tables, figures = read_page(page)
+    means = tables["s01-means"]
+    easy = next(r for r in means["rows"] if r[0] == "easy")
+    assert split_cell(easy[means["headers"].index("mean wait [s]")]) == ("150.00", "0.00", "785.31")
+    fifo = next(r for r in means["rows"] if r[0] == "fifo")
+    assert fifo[means["headers"].index("mean wait [s]")] == "50.00n=1"
+    wait = tables["s01-class-wait"]
+    assert wait["headers"] == ["job class", "jobs per replica", "easy"]  # only easy's run has jobs
+    assert ["short jobs (< 1 h)", "2", "1,850.00n=1"] in wait["rows"]
+    assert "<td>5</td><td>2,031.0</td><td>20.0 %</td><td>40.0 %</td>" in page
+    assert check_figures_against_tables(tables, figures) > 0
+    assert "(run a: easy), every dispatcher" in page and "boom" in page
 
 
-def test_run_timeline_by_hand() -> None:
+def test_run_timeline_and_window_mean_by_hand() -> None:
     jobs = pd.DataFrame({"submit": [0, 5, 7], "start": [0, 10, np.nan], "end": [10, 20, np.nan],
                          "units": [2, 1, 1], "req_core": [1, 4, 1], "req_gpu": [0, 1, 0]})
     tl = run_timeline(jobs, {"core": 8, "gpu": 2, "mic": 4})
@@ -277,28 +436,67 @@ def test_run_timeline_by_hand() -> None:
     assert tl["util_core"].tolist() == pytest.approx([0.25, 0.25, 0.5, 0.0])
     assert tl["util_gpu"].tolist() == pytest.approx([0.0, 0.0, 0.5, 0.0])
     assert "util_mic" not in tl  # no req_mic column in this run
+    assert window_mean(tl, "util_core", 0, 10) == pytest.approx(0.25)
+    assert window_mean(tl, "util_core", 0, 20) == pytest.approx(0.375)
+    assert window_mean(tl, "waiting", 0, 7) == pytest.approx(2 / 7)
 
 
 def test_ecdf_points_are_thinned_but_keep_the_ends() -> None:
     values = np.random.default_rng(1).exponential(100.0, size=500_000)
     x, y = ecdf_points(np.append(values, np.nan))
-    assert x.size <= report.MAX_ECDF
+    assert x.size <= MAX_ECDF
     assert x[0] == values.min() and x[-1] == values.max() and y[-1] == 1.0
     assert np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0)
     assert ecdf_points(np.array([3.0, 1.0]))[0].tolist() == [1.0, 3.0]
 
 
 def test_run_choice(tmp_path: Path) -> None:
-    runs = report.load_runs(hand_campaign(tmp_path / "c"))
-    assert report.choose_run(runs, None)["key"] == "a"
-    runs.loc[runs.key == "c", "dispatcher_name"] = "pcp20"
-    assert report.choose_run(runs, None)["key"] == "c"  # a done pcp20 run is preferred
+    runs = frames.load_runs(hand_campaign(tmp_path / "c"))
+    assert frames.choose_run(runs, None)["key"] == "a"  # first section, predictor and replica
+    assert frames.choose_run(runs, None, "fifo")["key"] == "c"  # the reference's run
+    assert list(frames.replica_runs(runs, frames.choose_run(runs, None))["key"]) == ["a", "c"]
     with pytest.raises(CpdispatchError, match="no such run"):
-        report.choose_run(runs, "nope")
+        frames.choose_run(runs, "nope")
     with pytest.raises(CpdispatchError, match="failed"):
-        report.choose_run(runs, "z")
+        frames.choose_run(runs, "z")
     with pytest.raises(CpdispatchError, match="no runs.parquet"):
         write_report(tmp_path / "missing", tmp_path / "r")
+
+
+def test_campaign_order_and_reference_come_from_the_campaign_files(tmp_path: Path) -> None:
+    root = hand_campaign(tmp_path / "c", failed=False)
+    runs_json = [{"workload": {"label": "tiny"}, "dispatcher": {"label": d}, "predictor": "real"}
+                 for d in ("fifo", "easy")]
+    (root / "campaign-runs.json").write_text(json.dumps({"name": "t", "source": "t.toml", "runs": runs_json}))
+    (root / "campaign.toml").write_text('name = "t"\nreference = "easy"\n')
+    runs = frames.load_runs(root)
+    assert list(runs["dispatcher"].cat.categories) == ["fifo", "easy"]
+    assert frames.reference_of(root, runs) == "easy"
+    assert frames.reference_of(root, runs, "fifo") == "fifo"
+    with pytest.raises(CpdispatchError, match="reference nope: no such dispatcher"):
+        frames.reference_of(root, runs, "nope")
+    page = write_report(root, tmp_path / "r").read_text(encoding="utf-8")
+    tables, _ = read_page(page)
+    assert tables["across-avg_wait"]["headers"][-2:] == ["fifo", "easy"]  # the campaign's order, not sorted
+    assert "Paired difference to easy" in page
+    # sections without data are left out: no comparison folder, no failed run
+    for heading in CAMPAIGN_HEADINGS[3:]:
+        assert html.escape(heading) not in page
+
+
+def test_campaign_file_names_its_reference(tmp_path: Path) -> None:
+    from cpdispatch.campaign.spec import load_campaign
+
+    text = ('name = "t"\ndispatchers = ["fifo", "easy"]\n{ref}\n'
+            '[[workloads]]\ngenerate = "eurora"\njobs = 10\nsystem = "eurora"\n')
+    path = tmp_path / "t.toml"
+    path.write_text(text.format(ref='reference = "easy"'))
+    assert load_campaign(path).reference == "easy"
+    path.write_text(text.format(ref=""))
+    assert load_campaign(path).reference is None  # the report then compares with the first, fifo
+    path.write_text(text.format(ref='reference = "pcp20"'))
+    with pytest.raises(CpdispatchError, match="reference.*expected a dispatcher label \\(fifo, easy\\)"):
+        load_campaign(path)
 
 
 def test_campaign_where_every_run_failed(tmp_path: Path) -> None:
@@ -309,8 +507,10 @@ def test_campaign_where_every_run_failed(tmp_path: Path) -> None:
         root / "runs.parquet", index=False)
     pd.DataFrame(columns=SETTINGS).to_parquet(root / "jobs.parquet", index=False)
     page = write_report(root, tmp_path / "r").read_text(encoding="utf-8")
-    assert "no completed run in this section" in page and "oops &lt;1&gt;" in page
-    assert html.escape(CAMPAIGN_HEADINGS[1]) in page and "<img" not in page
+    assert "No completed run in this section" in page and "oops &lt;1&gt;" in page
+    assert "<img" not in page
+    for heading in (*SECTION_HEADINGS, *CAMPAIGN_HEADINGS[1:4]):  # nothing to show: left out
+        assert html.escape(heading) not in page, heading
     runs = pd.read_parquet(root / "runs.parquet")
     pd.concat([runs, runs]).to_parquet(root / "runs.parquet", index=False)
     with pytest.raises(CpdispatchError, match="more than once"):
@@ -337,13 +537,24 @@ def chromium() -> tuple[str, str]:
     return str(CHROMIUM), str(CHROMEDRIVER)
 
 
+READ_BACK = """
+const tables = {};
+document.querySelectorAll('table[id]').forEach(t => {
+  tables[t.id] = {headers: [...t.tHead.rows[0].cells].map(c => c.textContent.trim()),
+                  rows: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent.trim()))};
+});
+const figures = [...document.querySelectorAll('figure[data-values]')].map(f => JSON.parse(f.dataset.values));
+return [tables, figures, document.documentElement.scrollHeight];
+"""
+
+
 def test_page_renders_in_headless_chromium(built: Path, chromium: tuple[str, str], tmp_path: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium[0]
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1300,2400"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,2400"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(chromium[1]), options=opts)
@@ -351,9 +562,12 @@ def test_page_renders_in_headless_chromium(built: Path, chromium: tuple[str, str
         driver.get(built.as_uri())
         state = driver.execute_script(
             "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.alt]);")
-        assert len(state) == 17
+        assert len(state) == 2 * len(SECTION_FIGURES) + 1 + 2
         assert all(done and width > 0 for done, width, _ in state), state
         assert driver.title == "Campaign report"
+        tables, figures, height = driver.execute_script(READ_BACK)
+        assert check_figures_against_tables(tables, figures) == 2 * (12 + 6 + 64)
+        assert height < 9000  # figures beside their tables: the one-column page of this campaign was 11,088 px
         severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert severe == []
         shot = tmp_path / "report.png"

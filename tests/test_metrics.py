@@ -58,7 +58,7 @@ def test_counts_and_waits() -> None:
     assert s["avg_wait"] == pytest.approx((0 + 20 + 80 + 50) / 4)
     assert s["max_wait"] == 80
     assert s["p50_wait"] == pytest.approx(35.0)
-    assert s["skipped_lines"] == 0 and s["refused_decisions"] == 0
+    assert s["skipped_lines"] == 0 and s["refused_starts"] == 0
 
 
 def test_slowdowns() -> None:
@@ -88,6 +88,16 @@ def test_makespan_and_utilization() -> None:
     # mem: a 2*10*100 + e 20*100 = 4000 over 200 * 200
     assert s["utilization"]["mem"] == pytest.approx(0.1)
     assert s["capacity"] == {"core": 8, "mem": 200}
+
+
+def test_utilization_over_the_submit_window() -> None:
+    """Only the part of each run between the first and the last submission counts (0-50 s): a's
+    2 units of 2 cores and 10 mem; b ran 0 s, c and e start after 50."""
+    s = summarize(sample_result())
+    assert s["submit_window"] == 50
+    assert s["utilization_submit"] == pytest.approx({"core": 2 * 2 * 50 / (8 * 50), "mem": 2 * 10 * 50 / (200 * 50)})
+    empty = summarize(empty_result())  # one submission: no window to average over
+    assert (empty["submit_window"], empty["utilization_submit"]) == (0, {"core": None, "mem": None})
 
 
 def test_dispatch_stats() -> None:

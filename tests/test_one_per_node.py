@@ -37,7 +37,8 @@ def test_a_start_that_shares_a_node_is_refused() -> None:
     def packs(snapshot: Snapshot) -> Decision:
         return Decision(starts=tuple(Start(q.job.id, (0,) * q.job.units) for q in snapshot.queued))
 
-    result = cpd.simulate(TWO, [Job("B", 0, 2, (1,), 10, 10, one_per_node=True)], packs, "real")
+    with pytest.warns(cpd.RefusedStartsWarning, match="its units need distinct nodes"):
+        result = cpd.simulate(TWO, [Job("B", 0, 2, (1,), 10, 10, one_per_node=True)], packs, "real")
     assert any("its units need distinct nodes, but node 0 got 2" in r for r in result.raw.refused)
 
 

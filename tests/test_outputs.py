@@ -82,7 +82,7 @@ def test_summary_json(tmp_path: Path) -> None:
                 "avg_bounded_slowdown", "makespan", "utilization", "dispatch_calls", "dispatch_ms_mean",
                 "dispatch_ms_p50", "dispatch_ms_p99", "dispatch_ms_max", "sim_wall_s", "peak_rss_mb",
                 "options", "dispatcher", "predictor", "system", "notes", "skipped_lines",
-                "refused_decisions", "decision_status"}
+                "refused_starts", "decision_status"}
     assert required <= data.keys()
     assert list(data) == sorted(data)  # sorted keys
     assert text.startswith('{\n  "')  # indent 2

@@ -188,7 +188,7 @@ def test_pcp19_with_the_units_layout_makes_valid_decisions() -> None:
     system = cpd.System.preset("eurora")
     jobs = cpd.generate_eurora(80, seed=5, gpu_share=0.5)
     options = {"layout": "units", "fastpath": "false", "fallback": "false"}
-    result = cpd.simulate(system, jobs, dispatcher="pcp19", options=options, load_factor=200.0)
+    result = cpd.simulate(system, jobs, dispatcher="pcp19", predictor="real", options=options, load_factor=200.0)
     statuses = result.decisions["status"].tolist()
     assert result.summary["completed"] == result.summary["jobs"] == 80
     assert schedule_errors(result.raw) == [] and not result.raw.refused

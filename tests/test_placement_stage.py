@@ -72,12 +72,12 @@ def test_the_room_probe_counts_what_the_second_stage_would_move() -> None:
     reports its counts in the summary; pcp20 answers for itself."""
     eurora = cpd.System.preset("eurora")
     jobs = cpd.generate_eurora(150, seed=2, mix="gpu-contended")
-    fifo = cpd.simulate(eurora, jobs, "fifo", load_factor=6.0)
+    fifo = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0)
     room = fifo.summary["room"]
     assert room["source"] == "probe" and room["decisions"] > 0
     assert 0 <= room["with_room"] <= room["decisions"] and room["jobs_gained"] >= room["with_room"]
     assert not schedule_errors(fifo.raw)
-    pcp20 = cpd.simulate(eurora, jobs, "pcp20", load_factor=6.0)
+    pcp20 = cpd.simulate(eurora, jobs, "pcp20", "real", load_factor=6.0)
     assert pcp20.summary["room"]["source"] == "stage2"
     stage2 = pcp20.summary["stage2"]
     assert sum(stage2["status"].values()) == sum(1 for d in pcp20.raw.decisions if d.stage2 is not None)

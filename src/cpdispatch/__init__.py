@@ -18,7 +18,8 @@ _API = {
     "generate_eurora": "workloads.generator", "System": "system", "Job": "job",
     "Snapshot": "snapshot", "Start": "snapshot", "Decision": "snapshot", "QueuedJob": "snapshot",
     "RunningJob": "snapshot", "Dispatcher": "dispatchers.base", "Option": "dispatchers.base",
-    "Predictor": "predictors.base",
+    "Predictor": "predictors.base", "Workload": "workloads.base", "RefusedStartsWarning": "api",
+    "DEFAULT_PREDICTOR": "api",
 }
 
 
@@ -31,3 +32,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["__version__", *_API]
+
+
+def __dir__() -> list[str]:
+    """The public names (imported on first use), not the module's own helpers."""
+    return sorted(__all__)

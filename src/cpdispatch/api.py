@@ -4,12 +4,15 @@
 run and a notebook run give the same results; `Result.save` writes the same files. A dispatcher
 is a name (built-in, plugin entry point, or ``module:attr``), a `Dispatcher`, or any callable
 taking a `Snapshot` and returning the `Start`s to apply (or a `Decision`). A predictor is a name or
-an object with the `Predictor` methods.
+an object with the `Predictor` methods; the default of the API, `cpdispatch simulate`, campaigns
+and the Slurm driver is `walltime` (an on-line dispatcher knows the requested walltime, never the
+real run time); the demo names last2, the papers' predictor.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,15 @@ from .workloads.reading import MAX_VALUE
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: The predictor of every entry point when none is named.
+DEFAULT_PREDICTOR = "walltime"
+
+
+class RefusedStartsWarning(UserWarning):
+    """Some starts a dispatcher returned were refused by the simulator (never applied): the
+    message gives their count and the first reason; `Result.refused` lists them all."""
+
 
 DispatcherSpec = str | Dispatcher | type[Dispatcher] | Callable[[Snapshot], Iterable[Start] | Decision]
 
@@ -82,11 +94,28 @@ def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
 @dataclass
 class Result:
     """One simulation: `summary` (the keys of summary.json), `jobs` and `decisions` as pandas
-    tables (the columns of schedule.csv and decisions.csv), `raw` the records themselves."""
+    tables (the columns of schedule.csv and decisions.csv), `refused` the starts the simulator
+    refused, `raw` the records themselves."""
 
     raw: SimulationResult
     summary: dict[str, Any]
     call: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def refused(self) -> list[str]:
+        """Every start the dispatcher returned that was refused (never applied), each a line
+        "t=TIME: start of job ID refused: REASON" (e.g. a node without the job's resources
+        free); empty for a dispatcher whose every start was valid."""
+        return self.raw.refused
+
+    def __repr__(self) -> str:
+        s = self.summary
+        fates = ", ".join(f"{s[k]:,} {k}" for k in ("completed", "killed", "rejected", "running") if s.get(k))
+        wait, bsld = s.get("avg_wait"), s.get("avg_bounded_slowdown")
+        head = "no job started" if wait is None else f"avg_wait {wait:,.1f} s, avg_bounded_slowdown {bsld:,.2f}"
+        refused = f", {len(self.refused):,} starts refused" if self.refused else ""
+        return (f"Result({s['dispatcher']!r}, predictor {s['predictor']!r}, {s['jobs']:,} jobs: {fates or 'none'}; "
+                f"{head}{refused})")
 
     @property
     def jobs(self) -> pd.DataFrame:
@@ -139,7 +168,7 @@ def simulate(
     system: System | str,
     jobs: Workload | Sequence[Job],
     dispatcher: DispatcherSpec = "easy",
-    predictor: str | Predictor = "real",
+    predictor: str | Predictor = DEFAULT_PREDICTOR,
     options: Mapping[str, Any] | None = None,
     *,
     load_factor: float = 1.0,
@@ -151,10 +180,12 @@ def simulate(
     room: bool = True,
 ) -> Result:
     """Replay `jobs` on `system` under `dispatcher` (with `options`, as typed values or the
-    strings the CLI takes) and `predictor`. Every job ends completed, killed or rejected with a
-    reason. `room`: measure the room another placement would give (summary["room"]). An exception
-    raised by the dispatcher or the predictor propagates, with a note giving the simulated time
-    and the jobs concerned."""
+    strings the CLI takes) and `predictor` (default walltime, as the CLI's). Every job ends
+    completed, killed or rejected with a reason. `room`: measure the room another placement would
+    give (summary["room"]). Starts the simulator refused are a `RefusedStartsWarning` (count and
+    first reason; all in `Result.refused`). An exception raised by the dispatcher or the predictor
+    propagates, with a note giving the simulated time and the jobs concerned; a value returned by
+    the dispatcher that is not a Decision or a sequence of Start is a CpdispatchError."""
     from . import recorded
     from .simulator import SimOptions
 
@@ -175,6 +206,10 @@ def simulate(
             "predictor": raw.predictor, "options": {k: str(v) for k, v in (options or {}).items()},
             "load_factor": load_factor, "seed": seed, "kill_at_walltime": kill_at_walltime,
             "charge_dispatch_time": charge_dispatch_time}
+    if raw.refused:
+        warnings.warn(RefusedStartsWarning(f"dispatcher {raw.dispatcher}: {len(raw.refused):,} invalid start(s) "
+                                           f"refused, first: {raw.refused[0]} (all in result.refused)"),
+                      stacklevel=2)
     return _result(raw, workload, call)
 
 
@@ -256,5 +291,5 @@ def _plugin_line(name: str, ep: Any) -> str:
     return f"{name} (plugin {ep.value}, package {ep.dist.name if ep.dist else '?'})"
 
 
-__all__ = ["Decision", "Dispatcher", "Result", "Snapshot", "Start", "System", "generate_eurora", "read_workload",
-           "simulate", "validate_jobs", "catalogue"]
+__all__ = ["DEFAULT_PREDICTOR", "Decision", "Dispatcher", "RefusedStartsWarning", "Result", "Snapshot", "Start",
+           "System", "generate_eurora", "read_workload", "simulate", "validate_jobs", "catalogue"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,8 @@ def run_simulation(
 
     system = load_system(system_name)
     workload = api.read_workload(workload_path, system, fmt=fmt, strict=strict, limit=limit, skip=skip)
-    with interrupt.stopping_gracefully():
+    with interrupt.stopping_gracefully(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", api.RefusedStartsWarning)  # cmd_simulate says it in one line
         result = api.simulate(
             system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
             kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
@@ -214,15 +216,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"simulating {name} ...", flush=True)
         run = run_simulation(
             "eurora", str(workload_path), name, args.predictor, str(out / name), seed=args.seed,
-            load_factor=args.load_factor, progress=False,
+            load_factor=args.load_factor, progress=False, plots=False,
         )
         if interrupt.received is not None:
             return _stopped(run["result"], str(out / name))
         runs.append((run["summary"], run["result"]))
-    plot_comparison(runs, str(out))
+    plot_comparison(runs, str(out), run_dirs=[out / name for name in names])  # one time axis for all
     print()
     print(format_table([s for s, _ in runs]))
-    print(f"\noutputs and plots in {out}/ (per dispatcher: schedule.csv, decisions.csv, summary.json)")
+    print(f"\noutputs in {out}/: waiting.png, slowdown.png, queue.png and utilization.png compare the dispatchers; "
+          "per dispatcher: schedule.csv, decisions.csv, summary.json, utilization.png, queue.png")
     return 0
 
 
@@ -272,17 +275,18 @@ def cmd_campaign_status(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign_collect(args: argparse.Namespace) -> int:
-    from .campaign import collect
+    from .campaign import campaign_folder, collect
 
-    runs, jobs, done, failed = collect(args.dir)
+    runs, jobs, done, failed = collect(campaign_folder(args.dir))
     print(f"{done} runs done, {failed} failed: {runs}, {jobs}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .campaign import collect
+    from .campaign import campaign_folder, collect
     from .campaign.report import choose_run, load_runs, write_report
 
+    campaign_folder(args.dir)  # before anything is written there or into --out
     if not (Path(args.dir) / "runs.parquet").is_file():
         collect(args.dir)
     choose_run(load_runs(args.dir), args.run)  # a bad --run fails before an earlier report is removed
@@ -640,8 +644,8 @@ def _add_campaign(sub: Any) -> None:
     s.add_argument("dir", metavar="DIR", help="campaign folder")
     s.add_argument("--out", required=True, help="report folder (new or empty; see --overwrite)")
     s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
-    s.add_argument("--run", default=None, metavar="KEY", help="the run whose utilisation over time is drawn "
-                                                                "(default: the first pcp20 run)")
+    s.add_argument("--run", default=None, metavar="KEY", help="a run whose replica is drawn over time, every "
+                                                                "dispatcher of it (default: the reference's first run)")
     s.set_defaults(func=cmd_report)
 
     s = _parser(sub, "reproduce", "run the experiments behind the three papers' findings (paper profile beside "

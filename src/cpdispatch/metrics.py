@@ -11,7 +11,11 @@ Definitions (AccaSim's where it has one, so numbers compare with the papers):
   ran. A statistic over an empty set is None (null in JSON), never a made-up 0.
 - makespan = last end - first start (AccaSim's "last completion - first dispatch").
 - utilization[type] = sum(units * req * run) / (capacity * span), span = last end - first
-  submit of the workload: the time-averaged share of capacity in use while the trace is live.
+  submit of the workload: the time-averaged share of capacity in use over the whole run.
+  Dispatchers that finish the same jobs by the same last end all get the same value (the drain
+  after the last submission dominates it), hence also
+- utilization_submit[type]: the same share over the submit window (first to last submission, whose
+  length is `submit_window`), which tells them apart; None when that window is empty.
 - sd_* = sample standard deviation over jobs (ddof = 1; the papers' error bars), None below 2 jobs.
 - by_duration: the same statistics per class of real run time, short < 1 h <= medium <= 5 h <
   long (CP'19 Fig. 4); by_queue: per queue of the trace (the 2014 paper's Tables 4-5; jobs
@@ -83,14 +87,30 @@ def job_arrays(result: SimulationResult) -> dict[str, np.ndarray]:
             "slowdown": slowdown, "bounded_slowdown": bsld, "queue": queue}
 
 
-def _used_area(result: SimulationResult) -> np.ndarray:
-    """Per type, resource-seconds used by started jobs: sum of units * req * run (one matmul)."""
+def _used_area(result: SimulationResult, window: tuple[int, int] | None = None) -> np.ndarray:
+    """Per type, resource-seconds used by started jobs: sum of units * req * run (one matmul),
+    counting only the part of each run inside `window` when one is given."""
     started = [r for r in result.records if r.start is not None and r.end is not None]
     if not started:
         return np.zeros(len(result.system.types), dtype=np.float64)
     req = np.array([r.job.req for r in started], dtype=np.float64).reshape(len(started), -1)
-    weight = np.array([r.job.units * (r.end - r.start) for r in started], dtype=np.float64)  # type: ignore[operator]
+    start = np.array([r.start for r in started], dtype=np.float64)
+    end = np.array([r.end for r in started], dtype=np.float64)
+    if window is not None:
+        start, end = np.clip(start, *window), np.clip(end, *window)
+    weight = np.array([r.job.units for r in started], dtype=np.float64) * (end - start)
     return np.asarray(weight @ req, dtype=np.float64)
+
+
+def _submit_utilization(result: SimulationResult) -> tuple[dict[str, float | None], int]:
+    """Per type, the share of capacity in use from the first to the last submission, and that
+    window's length (0, and None per type, without two distinct submit times)."""
+    submits = [r.job.submit for r in result.records]
+    window = (min(submits), max(submits)) if submits else (0, 0)
+    length = window[1] - window[0]
+    area = _used_area(result, window) if length > 0 else None
+    return {t: (float(area[k] / (cap * length)) if area is not None and cap > 0 else None)
+            for k, (t, cap) in enumerate(zip(result.system.types, result.system.totals, strict=True))}, length
 
 
 def summarize(result: SimulationResult) -> dict[str, Any]:
@@ -111,6 +131,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         t: (float(area[k] / (totals[k] * span)) if span > 0 and totals[k] > 0 else 0.0)
         for k, t in enumerate(types)
     }
+    submit_util, submit_window = _submit_utilization(result)
 
     wall = np.fromiter((d.wall_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
     cpu = np.fromiter((d.cpu_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
@@ -128,7 +149,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         **({"running": status.get("running", 0), "interrupted": result.interrupted} if result.interrupted else {}),
         "started": int(wait.size),
         "skipped_lines": len(result.skipped),
-        "refused_decisions": len(result.refused),
+        "refused_starts": len(result.refused),
         "avg_wait": _stat(wait, "mean"),
         "sd_wait": _stat(wait, "sd"),
         "max_wait": _stat(wait, "max"),
@@ -148,6 +169,8 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "makespan": makespan,
         "utilization": utilization,
         "utilization_span": int(span),
+        "utilization_submit": submit_util,
+        "submit_window": submit_window,
         "capacity": dict(zip(types, totals, strict=True)),
         "dispatch_calls": len(result.decisions),
         "dispatch_ms_mean": _stat(wall, "mean"),

@@ -50,7 +50,7 @@ class DecisionRecord:
 @dataclass
 class SimulationResult:
     """Everything the output writers and metrics need. `records` follow the workload order
-    (jobs, then jobs rejected while reading); `refused` lists invalid decisions (never applied)."""
+    (jobs, then jobs rejected while reading); `refused` lists invalid starts (never applied)."""
 
     system: System
     dispatcher: str

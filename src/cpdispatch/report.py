@@ -9,10 +9,18 @@ Getter = Callable[[dict[str, Any]], Any]
 
 
 def _util(key: str) -> Getter:
+    """Utilisation over the submit window: over the whole run the drain after the last submission
+    dominates, and every dispatcher that ends with the same job shows the same number."""
     def get(row: dict[str, Any]) -> Any:
-        u = (row.get("utilization") or {}).get(key)
+        u = (row.get("utilization_submit") or {}).get(key)
         return None if u is None else 100.0 * u
     return get
+
+
+UTIL_HEADER = "util core % [submit]"
+#: printed under the table: what the utilisation column measures, and where the other one is
+LEGEND = (f"{UTIL_HEADER}: share of the core capacity in use from the first to the last submission "
+          "(over the whole run, to the last end: summary.json's utilization)")
 
 
 # (header, value getter, format); text columns are left-aligned, numbers right-aligned.
@@ -26,7 +34,7 @@ COLUMNS: list[tuple[str, Getter, str]] = [
     ("avg wait [s]", lambda r: r.get("avg_wait"), ",.1f"),
     ("avg bsld", lambda r: r.get("avg_bounded_slowdown"), ",.2f"),
     ("avg sld", lambda r: r.get("avg_slowdown"), ",.2f"),
-    ("util core %", _util("core"), ".1f"),
+    (UTIL_HEADER, _util("core"), ".1f"),
     ("disp ms mean", lambda r: r.get("dispatch_ms_mean"), ",.2f"),
     ("disp ms p99", lambda r: r.get("dispatch_ms_p99"), ",.2f"),
     ("sim wall [s]", lambda r: r.get("sim_wall_s"), ",.1f"),
@@ -45,7 +53,8 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """Aligned table of summary dicts (as `metrics.summarize` returns), header and rule first."""
+    """Aligned table of summary dicts (as `metrics.summarize` returns), header and rule first,
+    `LEGEND` last."""
     cells = [[_fmt(get(r), spec) for _, get, spec in COLUMNS] for r in rows]
     heads = [h for h, _, _ in COLUMNS]
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
@@ -57,4 +66,4 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
     out = [line(heads), "  ".join("-" * w for w in widths)]
     out += [line(c) for c in cells]
-    return "\n".join(out)
+    return "\n".join([*out, "", LEGEND])

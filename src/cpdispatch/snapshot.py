@@ -198,7 +198,13 @@ class Snapshot:
         q = next((q for q in self.queued if q.job.id == start.job_id), None)
         if q is None:
             raise ValueError(f"job {start.job_id} is not queued")
-        alloc = Allocation.of_units(start.nodes)
+        nodes: tuple[Any, ...] = tuple(start.nodes)
+        if any(isinstance(n, str) for n in nodes):  # nodes given by name (see Start)
+            ids = {name: i for i, name in enumerate(self.system.node_names)}
+            if unknown := [n for n in nodes if isinstance(n, str) and n not in ids]:
+                raise ValueError(f"no node named {unknown[0]!r} in system {self.system.name}")
+            nodes = tuple(ids.get(n, n) for n in nodes)
+        alloc = Allocation.of_units(nodes)
         if alloc.units != q.job.units:
             raise ValueError(f"{alloc.units} nodes given for the {q.job.units} units of job {start.job_id}")
         free = self.free.copy()
@@ -213,7 +219,9 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Start job `job_id` now, unit i on node index `nodes[i]` (repetitions allowed)."""
+    """Start job `job_id` now, unit i on node `nodes[i]` (repetitions allowed): a node index
+    (0..n-1, the order of `system.node_names`) or a node name (e.g. "gpu-1"); the simulator
+    and `Snapshot.after` turn names into indices, and refuse a name the system does not have."""
 
     job_id: str
     nodes: tuple[int, ...]

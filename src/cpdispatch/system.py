@@ -127,6 +127,11 @@ class System:
         lines += ["[swf]", f"processor = {{ {proc} }}", ""]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """Name, node count and per-type totals (`describe()` lists the node groups)."""
+        totals = ", ".join(f"{t}={v:,}" for t, v in zip(self.types, self.totals))
+        return f"System({self.name!r}, {self.n_nodes:,} nodes, {totals})"
+
     def describe(self) -> str:
         totals = ", ".join(f"{t} {v:,}" for t, v in zip(self.types, self.totals))
         out = [f"{self.name}: {self.n_nodes:,} nodes ({totals})"]

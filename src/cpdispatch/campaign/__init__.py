@@ -13,6 +13,7 @@ import json
 import shutil
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +28,26 @@ RUNS_FILE = "campaign-runs.json"  # the campaign's runs, paths resolved (the cop
 
 
 def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
-                 retry_failed: bool = True, progress: bool | None = None) -> dict[str, int]:
+                 retry_failed: bool = True, progress: bool | None = None, take_over: bool = False
+                 ) -> dict[str, int]:
     """Run what is not complete yet; returns counts {total, skipped_done, done, failed, not_retried}.
-    Interrupting it (Ctrl-C) loses only the runs in progress."""
+    Interrupting it (Ctrl-C) loses only the runs in progress. A folder holding another campaign (or
+    anything else) is refused before anything is written, unless `take_over` (`reproduce`, which reads
+    only the runs of the campaign last run in a folder)."""
     campaign = load_campaign(path)
     root = Path(out)
+    if not take_over:
+        check_resumable(campaign, path, out)
     try:
-        (root / "runs").mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        # the saved runs first: an interruption here leaves a campaign folder, never an anonymous one
+        with replacing(root / RUNS_FILE) as tmp:
+            tmp.write_text(json.dumps({"name": campaign.name, "source": str(path), "runs": campaign.runs}, indent=1))
+        if not (root / CAMPAIGN_FILE).exists() or not (root / CAMPAIGN_FILE).samefile(path):
+            shutil.copyfile(path, root / CAMPAIGN_FILE)  # for the record; `status` reads the resolved runs
+        (root / "runs").mkdir(exist_ok=True)
     except OSError as exc:
-        raise CpdispatchError(f"--out {out}: cannot create it ({exc.strerror})") from None
-    shutil.copyfile(path, root / CAMPAIGN_FILE)  # for the record; `status` reads the resolved runs
-    with replacing(root / RUNS_FILE) as tmp:
-        tmp.write_text(json.dumps({"name": campaign.name, "source": str(path), "runs": campaign.runs}, indent=1))
+        raise CpdispatchError(f"--out {out}: cannot write there ({exc.strerror})") from None
     clean_partial(root)
     todo, done_before, not_retried = plan(campaign, root, retry_failed)
     counts = {"total": len(campaign.runs), "skipped_done": done_before, "done": 0, "failed": 0,
@@ -60,11 +69,59 @@ def run_campaign(path: str | Path, out: str | Path, *, workers: int | None = Non
     return counts
 
 
-def status(out: str | Path) -> str:
-    """Runs complete, failed (with the first errors) and missing, per dispatcher label."""
+def campaign_folder(out: str | Path) -> Path:
+    """`out` if `campaign run` wrote it, else a one-line error: what status, collect and report
+    read, and collect and report write into, must not be an empty, a demo's or a mistyped folder."""
     root = Path(out)
+    if not root.exists():
+        raise CpdispatchError(f"{out}: no such folder")
+    if not root.is_dir():
+        raise CpdispatchError(f"{out}: not a folder")
     if not (root / RUNS_FILE).is_file():
         raise CpdispatchError(f"{out}: not a campaign folder (no {RUNS_FILE}: run `campaign run` first)")
+    return root
+
+
+def check_resumable(campaign: Campaign, path: str | Path, out: str | Path) -> None:
+    """A folder holds one campaign: running another into it would mix their runs in runs.parquet
+    and leave `status` describing only the last. The same campaign (same name and runs, in any order
+    and from any copy of its file) resumes; a new or empty folder starts."""
+    root = Path(out)
+    if not root.is_dir() or not any(root.iterdir()):
+        return
+    if (root / RUNS_FILE).is_file():
+        try:
+            saved = json.loads((root / RUNS_FILE).read_text())
+            same = saved["name"] == campaign.name and _canonical(saved["runs"]) == _canonical(campaign.runs)
+            theirs = f"'{saved['name']}', {len(saved['runs'])} runs, from {saved['source']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            same, theirs = False, f"an unreadable {RUNS_FILE}"
+    elif (root / CAMPAIGN_FILE).is_file():  # written before the runs were saved beside it
+        same, theirs = _same_toml(root / CAMPAIGN_FILE, path), f"its {CAMPAIGN_FILE}"
+    else:
+        raise CpdispatchError(f"--out {out}: not empty and not a campaign folder: choose another --out (a new or "
+                              "empty folder)")
+    if not same:
+        raise CpdispatchError(f"--out {out}: holds another campaign ({theirs}): choose another --out, remove "
+                              "the folder, or run that campaign's file again to resume it")
+
+
+def _canonical(runs: Any) -> list[str]:
+    """Runs as sorted JSON texts: equal for the same runs whatever their order, tuples or lists."""
+    return sorted(json.dumps(s, sort_keys=True) for s in runs)
+
+
+def _same_toml(saved: Path, path: str | Path) -> bool:
+    try:
+        return bool(tomllib.loads(saved.read_text(encoding="utf-8")) == tomllib.loads(Path(path).read_text(
+            encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def status(out: str | Path) -> str:
+    """Runs complete, failed (with the first errors) and missing, per dispatcher label."""
+    root = campaign_folder(out)
     saved = json.loads((root / RUNS_FILE).read_text())
     campaign = Campaign(saved["name"], tuple(saved["runs"]), saved["source"])
     per: dict[str, list[int]] = {}
@@ -114,4 +171,5 @@ class _Bar:
             self.bar.close()
 
 
-__all__ = ["Campaign", "collect", "load_campaign", "run_campaign", "status"]
+__all__ = ["Campaign", "campaign_folder", "check_resumable", "collect", "load_campaign", "run_campaign",
+           "status"]

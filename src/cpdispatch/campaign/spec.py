@@ -22,7 +22,7 @@ from ..workloads import LOAD_FACTOR_RANGE
 from ..workloads.generator import MIXES
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
-            "kill_at_walltime", "profile")
+            "kill_at_walltime", "profile", "reference")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors")
 DISPATCHER_KEYS = ("name", "label", "options", "profile")
@@ -34,6 +34,7 @@ class Campaign:
     name: str
     runs: tuple[dict[str, Any], ...]  # normalised settings, one per run (see `run_settings`)
     source: str
+    reference: str | None = None  # the dispatcher label the report compares the others with (default: the first)
 
 
 def versions() -> dict[str, str]:
@@ -77,7 +78,13 @@ def load_campaign(path: str | Path) -> Campaign:
     labels = [d["label"] for d in dispatchers]
     if len(set(labels)) != len(labels):
         raise InputError(where, None, "dispatchers", "two dispatchers share a label: give one a `label`")
-    predictors = [_str(where, f"predictors[{i}]", p) for i, p in enumerate(_list(where, data, "predictors", ["real"]))]
+    reference = data.get("reference")
+    if reference is not None and reference not in labels:
+        raise InputError(where, None, "reference", f"expected a dispatcher label ({', '.join(labels)}), "
+                         f"got {reference!r}")
+    # default: walltime, as everywhere (api.DEFAULT_PREDICTOR; the papers' studies name theirs)
+    predictors = [_str(where, f"predictors[{i}]", p) for i, p in enumerate(_list(where, data, "predictors",
+                                                                                ["walltime"]))]
     factors = [_factor(where, i, x) for i, x in enumerate(_list(where, data, "load_factors", [1.0]))]
     workloads = [_workload(where, i, w, Path(path).parent) for i, w in enumerate(_list(where, data, "workloads"))]
     # a workload may have its own loads (a generator and a trace differ in natural load)
@@ -96,7 +103,7 @@ def load_campaign(path: str | Path) -> Campaign:
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
         for d in dispatchers for p in predictors for x in wl_factors
     )
-    return Campaign(name, runs, where)
+    return Campaign(name, runs, where, reference)
 
 
 def _known(where: str, table: dict[str, Any], keys: tuple[str, ...], prefix: str) -> None:
@@ -176,7 +183,9 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
     _known(where, entry, WORKLOAD_KEYS, key + ".")
     system = _str(where, f"{key}.system", entry.get("system"))
     if system not in preset_names():  # a system file, relative to the campaign file like a trace
-        system = str((base / system).resolve()) if not Path(system).is_absolute() else system
+        found = _file(where, f"{key}.system", system, base, "no such system file or preset",
+                      f" (presets: {', '.join(preset_names())})")
+        system = system if Path(system).is_absolute() else str(found)
     if ("generate" in entry) == ("path" in entry):
         raise InputError(where, None, key, "give exactly one of `generate` and `path`")
     if "generate" in entry:
@@ -198,10 +207,7 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
         out["label"] = entry.get("label", f"{kind}-{jobs}" + (f"-gpu{share:g}" if share is not None else "")
                                  + (f"-{mix}" if mix is not None else ""))
     else:
-        path = Path(_str(where, f"{key}.path", entry["path"]))
-        path = (path if path.is_absolute() else base / path).resolve()
-        if not path.is_file():
-            raise InputError(where, None, f"{key}.path", f"no such trace file: {path}")
+        path = _file(where, f"{key}.path", _str(where, f"{key}.path", entry["path"]), base, "no such trace file")
         out = {"path": str(path), "system": system, "format": entry.get("format", "auto"),
                "limit_jobs": entry.get("limit_jobs"), "skip_jobs": entry.get("skip_jobs", 0)}
         if out["limit_jobs"] is not None:
@@ -212,6 +218,18 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
     if "load_factors" in entry:
         out["load_factors"] = entry["load_factors"]
     return out
+
+
+def _file(where: str, key: str, written: str, base: Path, missing: str, hint: str = "") -> Path:
+    """The file `written` names, relative to the campaign file's folder `base`, resolved (run keys and
+    workers use that); a missing one is reported as the user wrote it, not under its resolved path."""
+    path = Path(written)
+    if not path.is_absolute():
+        path = base / path
+    if not path.is_file():
+        relative = "" if Path(written).is_absolute() else f" (relative to the campaign file's folder {base})"
+        raise InputError(where, None, key, f"{missing}: {written}{relative}{hint}")
+    return path.resolve()
 
 
 def _check_names(where: str, dispatchers: list[dict[str, Any]], predictors: list[str],

@@ -56,7 +56,7 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
             continue
         path = root / "campaigns" / f"{name}.toml"
         path.write_text(texts[name], encoding="utf-8")
-        counts = run_campaign(path, root / name, workers=workers, progress=progress)
+        counts = run_campaign(path, root / name, workers=workers, progress=progress, take_over=True)
         if counts["failed"]:
             raise CpdispatchError(f"reproduce: {counts['failed']} run(s) of {name} failed; see {root / name}/runs "
                                   "(the same command retries them)")

@@ -52,6 +52,9 @@ class Cluster:
                 return f"its units need distinct nodes, but node {node} got {count}"
         for node in keys:
             if not (isinstance(node, int | np.integer) and 0 <= node < n_nodes):
+                if isinstance(node, str):
+                    return (f"no node named {node!r} in system {self.system.name} (a node is given by name, e.g. "
+                            f"{self.system.node_names[0]!r}, or by index 0..{n_nodes - 1})")
                 return f"no node with index {node!r} (node indices are 0..{n_nodes - 1})"
         if len(keys) == 1:
             return self._check_one(job, int(keys[0]), counts[0])

@@ -16,11 +16,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .. import interrupt
-from ..dispatchers.base import Dispatcher
+from ..dispatchers.base import Dispatcher, as_decision
 from ..gcpause import rare_gc
 from ..job import Job
 from ..predictors.base import Predictor
@@ -72,6 +72,7 @@ class Simulator:
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
         self.room = RoomProbe() if self.options.room else None
+        self._node_ids: dict[str, int] | None = None  # node index by name, built if a start names nodes
 
     # -- events -------------------------------------------------------------------------------
 
@@ -125,6 +126,7 @@ class Simulator:
                          f"{len(queued)} queued jobs ({first})")
             raise
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        decision = self._by_index(as_decision(decision, self.dispatcher.name, now))
         if self.on_decision is not None:
             self.on_decision(snap, decision, wall)
         if self.room is not None:
@@ -143,6 +145,17 @@ class Simulator:
             decision.status, decision.variables, decision.constraints, decision.objective, decision.stage2,
         ))
         return start_at
+
+    def _by_index(self, decision: Decision) -> Decision:
+        """`decision` with the node names its starts give (a `Start` may name its nodes) replaced
+        by their index; an unknown name stays, for `Cluster.check` to refuse by name."""
+        if not next((True for s in decision.starts for n in s.nodes if isinstance(n, str)), False):
+            return decision  # the usual case: indices only
+        if self._node_ids is None:
+            self._node_ids = {name: i for i, name in enumerate(self.system.node_names)}
+        ids: dict[Any, Any] = self._node_ids
+        return replace(decision, starts=tuple(Start(s.job_id, tuple(ids.get(n, n) for n in s.nodes))
+                                              for s in decision.starts))
 
     def _apply(self, starts: tuple[Start, ...], now: int, start_at: int) -> int:
         """Enact the valid starts (in order, each checked against what the earlier ones left)."""

@@ -28,3 +28,13 @@ class Workload:
     notes: dict[str, Any] = field(default_factory=dict)
     origin: dict[str, Any] | None = None
     read_s: float = 0.0  # wall seconds the reading took
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __repr__(self) -> str:
+        """Source, job count and submit span (never the jobs themselves)."""
+        span = f", submit {self.jobs[0].submit:,}..{self.jobs[-1].submit:,} s" if self.jobs else ""
+        left = ((self.rejected, "rejected"), (self.skipped, "lines skipped"))
+        extra = "".join(f", {len(x):,} {what}" for x, what in left if x)
+        return f"Workload({self.source!r}, {len(self.jobs):,} jobs{span}{extra})"
