@@ -3,6 +3,7 @@
 
     python3 dev.py demo    # create .venv if needed, install, run the demo (main job on the embedded default)
     python3 dev.py test    # create .venv if needed, install, lint, type-check and run the whole test suite
+    python3 dev.py test --fast   # the same, without the slow tests (real Slurm, whole traces): under 2 min
     python3 dev.py bench   # the benchmarks (long)
 
 The virtual environment lives in .venv. Debian's python3 makes venvs with pip only when the
@@ -89,7 +90,8 @@ def main(argv: list[str]) -> int:
         elif what == "test":
             run(bin_ / "ruff", "check", "src", "tests", "benchmarks")
             run(bin_ / "mypy")
-            run(PY, "-m", "pytest", "-n", "2", "-q", *rest)
+            fast = ["-m", "not slow"] if "--fast" in rest else []  # the fast lane: tests/conftest.py, SLOW_*
+            run(PY, "-m", "pytest", "-n", "2", "-q", *fast, *(a for a in rest if a != "--fast"))
         elif what == "bench":
             for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
                 run(PY, script, *rest)

@@ -24,8 +24,10 @@ from cpdispatch.cli import build_parser
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.validate import schedule_errors
 
+from .conftest import WORKLOADS, needs_traces
+
 ROOT = Path(__file__).resolve().parents[1]
-KTH = ROOT.parent / "shared" / "workloads" / "KTH-SP2-1996-2.1-cln.swf.gz"
+KTH = WORKLOADS / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def readme_python_blocks() -> list[str]:
@@ -43,8 +45,13 @@ def test_readme_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.Monk
     body = own.split("def largest_gpu_first", 1)[1].split("\n\n", 1)[0]
     assert len(("def largest_gpu_first" + body).strip().splitlines()) <= 10  # the promise: ten lines
     scope: dict[str, object] = {}
-    for block in blocks:
+    for i, block in enumerate(blocks):
         exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+        if i == 0:  # the first example's pcp20 really decides with CP-SAT (not only the fast path)
+            first = scope["result"]
+            assert isinstance(first, cpd.Result) and first.summary["dispatcher"] == "pcp20"
+            statuses = set(first.decisions["status"])
+            assert {"optimal", "feasible"} & statuses, f"the README's pcp20 never calls CP-SAT: {statuses}"
     result = scope["result"]
     assert isinstance(result, cpd.Result) and result.summary["jobs"] > 0
     assert schedule_errors(result.raw) == []
@@ -168,6 +175,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
                           env={**os.environ, **(env or {})}, check=False)
 
 
+@needs_traces
 def test_cli_run_is_reproduced_by_the_call_it_records(tmp_path: Path) -> None:
     run = _cli("simulate", "--system", "kth-sp2", "--workload", str(KTH), "--limit-jobs", "1500",
                "--dispatcher", "easy", "--predictor", "last2", "--load-factor", "1.5", "--out", str(tmp_path),
@@ -206,6 +214,7 @@ class HalfWalltime:
 '''
 
 
+@needs_traces
 def test_entry_point_plugin_is_listed_and_runs_from_the_cli(tmp_path: Path) -> None:
     """A package declaring entry points in `cpdispatch.dispatchers` and `cpdispatch.predictors`
     (installed here as a module plus its dist-info on the path, as pip would leave it)."""
@@ -246,6 +255,7 @@ def test_every_builtin_name_has_its_home_module() -> None:
         assert cls.__module__ == f"cpdispatch.dispatchers.{HOMES[name]}", name
 
 
+@needs_traces
 def test_a_baseline_run_does_not_import_ortools() -> None:
     code = ("import sys, cpdispatch as cpd; s = cpd.System.preset('kth-sp2'); "
             "cpd.simulate(s, cpd.read_workload(sys.argv[1], s, limit=50), 'fifo', 'walltime'); "
@@ -254,6 +264,7 @@ def test_a_baseline_run_does_not_import_ortools() -> None:
     assert out.stdout.strip() == "False"
 
 
+@needs_traces
 def test_a_workload_read_onto_another_system_is_checked_again() -> None:
     jobs = cpd.read_workload(KTH, cpd.System.preset("kth-sp2"), limit=20)
     with pytest.raises(CpdispatchError, match="field req has 1 amounts, system eurora has 4 types"):
@@ -282,6 +293,7 @@ def test_refused_starts_are_a_warning_with_the_first_reason() -> None:
         assert cpd.simulate(system, jobs, dispatcher="easy").refused == []
 
 
+@needs_traces
 def test_the_cli_says_refused_starts_once(tmp_path: Path) -> None:
     (tmp_path / "node_zero.py").write_text(
         "import cpdispatch as cpd\n\ndef decide(snap):\n"

@@ -21,9 +21,11 @@ from cpdispatch.campaign.runner import build_workload
 from cpdispatch.campaign.spec import run_key
 from cpdispatch.errors import CpdispatchError, InputError
 
+from .conftest import WORKLOADS, needs_traces
 from .test_cli import cli
 
-KTH = Path(__file__).resolve().parents[2] / "shared" / "workloads" / "KTH-SP2-1996-2.1-cln.swf.gz"
+KTH = WORKLOADS / "KTH-SP2-1996-2.1-cln.swf.gz"
+pytestmark = needs_traces  # the campaigns here read KTH-SP2
 
 SMALL = f"""
 name = "small"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -23,7 +22,9 @@ from cpdispatch.predictors import (
 )
 from cpdispatch.predictors.correction import LADDER, next_rung
 
-KTH = Path("/work/shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
+from .conftest import WORKLOADS, needs_traces
+
+KTH = WORKLOADS / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def mk(
@@ -444,7 +445,7 @@ def _load_kth() -> list[Job]:
     pytest.skip("no SWF reader yet (cpdispatch.workloads)")
 
 
-@pytest.mark.skipif(not KTH.exists(), reason="KTH trace not available")
+@needs_traces
 def test_kth_replay() -> None:
     """Zero-wait on-line replay of KTH-SP2 (no names, one queue: data-driven = rule 1 on the
     request). Learned predictions are within 25 % of the run time more often than the walltime and
