@@ -29,7 +29,7 @@ from common import HEADER, WORKLOADS, row, run_cli
 
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
-from cpdispatch.instances import load_instances
+from cpdispatch.instance_log import load_instances
 from cpdispatch.system import units_fitting
 
 ALIBABA = WORKLOADS / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz"

@@ -28,8 +28,9 @@ from cpdispatch.dispatchers.base import make_dispatcher
 from cpdispatch.predictors import resolve_predictor
 from cpdispatch.slurm import local_cluster
 from cpdispatch.slurm.commands import SlurmCommands
-from cpdispatch.slurm.driver import Driver, format_summary
+from cpdispatch.slurm.driver import Driver
 from cpdispatch.slurm.failsafe import FailSafe, Lease, default_lease_file, write_lease
+from cpdispatch.slurm.figures import format_summary
 
 
 def one(dispatcher: str, a: argparse.Namespace) -> None:

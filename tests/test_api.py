@@ -245,8 +245,8 @@ def test_entry_point_plugin_is_listed_and_runs_from_the_cli(tmp_path: Path) -> N
 
 def test_every_builtin_name_has_its_home_module() -> None:
     """A built-in name imports only its own module (a baseline run does not pay OR-Tools' import)."""
-    from cpdispatch.dispatchers import HOMES
     from cpdispatch.dispatchers.base import aliases_of, registry
+    from cpdispatch.dispatchers.builtin import HOMES
 
     classes = registry()
     names = {n: cls for n, cls in classes.items()} | {a: cls for n, cls in classes.items() for a in aliases_of(n)}

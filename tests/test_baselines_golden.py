@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from cpdispatch.allocators import get_allocator
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.pbs import parse_ewt
+from cpdispatch.dispatchers.ewt import parse_ewt
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor

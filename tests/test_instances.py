@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from cpdispatch.cli import main
-from cpdispatch.dispatchers import all_names, make_dispatcher
 from cpdispatch.dispatchers import base as dispatcher_base
+from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.base import Dispatcher
 from cpdispatch.errors import InputError
-from cpdispatch.instances import CSV_COLUMNS, InstanceRecorder, compare, iter_recorded, load_instances
+from cpdispatch.instance_log import InstanceRecorder, iter_recorded, load_instances
+from cpdispatch.instance_replay import CSV_COLUMNS, compare
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import SimOptions, simulate
@@ -306,7 +307,6 @@ def _congested(tmp_path: Path, n: int) -> Path:
     return path
 
 
-@pytest.mark.skipif(not {"pcp19", "pcp20"} <= set(all_names()), reason="pcp19/pcp20 not registered yet")
 def test_compare_pcp20_pcp19(tmp_path: Path) -> None:
     n = 12
     path = _congested(tmp_path, n)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
-from cpdispatch.instances import InstanceRecorder, load_instances
+from cpdispatch.instance_log import InstanceRecorder, load_instances
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import SimOptions, simulate
 from cpdispatch.system import NodeGroup, System

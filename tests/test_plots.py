@@ -14,7 +14,7 @@ from cpdispatch.job import Job
 from cpdispatch.metrics import job_arrays, summarize
 from cpdispatch.plots import DAY, _bins, plot_comparison, plot_run
 from cpdispatch.records import JobRecord, SimulationResult
-from cpdispatch.report import LEGEND, format_table
+from cpdispatch.text_table import LEGEND, format_table
 
 from .helpers import on
 from .test_metrics import empty_result, sample_result, two_nodes

@@ -246,7 +246,7 @@ def test_paper_but_changes_exactly_one_difference(name: str) -> None:
     """The attribution runs: the paper profile with one option at our default (pcp19 is an alias:
     its profile is pcp3's)."""
     from cpdispatch.dispatchers.base import make_dispatcher
-    from cpdispatch.reproduce.run import DIFFERENCES, TEXT_VALUES, paper_but, paper_options
+    from cpdispatch.reproduce.experiments import DIFFERENCES, TEXT_VALUES, paper_but, paper_options
 
     paper = make_dispatcher(name, paper_options(QUICK))
     for key in DIFFERENCES:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cpdispatch.cli import build_parser
-from cpdispatch.instances import iter_recorded
+from cpdispatch.instance_log import iter_recorded
 from cpdispatch.records import JobRecord, SimulationResult
 from cpdispatch.snapshot import Allocation
 from cpdispatch.system import load_system

@@ -208,7 +208,7 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
 
     from cpdispatch.dispatchers import make_dispatcher
     from cpdispatch.dispatchers.easy import RunningCache
-    from cpdispatch.dispatchers.queue_order import LiveQueueCache
+    from cpdispatch.dispatchers.queue_cache import LiveQueueCache
 
     monkeypatch.setattr(LiveQueueCache, "MIN_COMPACT", 3)
     monkeypatch.setattr(RunningCache, "MIN_COMPACT", 2)

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 import cpdispatch as cpd
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
-from cpdispatch.slurm.driver import place
 from cpdispatch.slurm.hostlist import expand
 from cpdispatch.slurm.intents import read_journal
+from cpdispatch.slurm.placement import place
 from cpdispatch.slurm.state import Request, parse_gres, read_request
 from cpdispatch.system import NodeGroup, System
 

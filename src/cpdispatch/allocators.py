@@ -4,19 +4,40 @@ Every allocator works on a caller-owned (nodes x types) int64 `free` array: on s
 the allocation in place and returns one node index per unit (repetitions allowed, in node order of
 the strategy); on failure it returns None and leaves `free` untouched. Everything is vectorised
 (`units_fitting` + cumsum/searchsorted) because systems reach thousands of nodes.
+
+Allocation sits below the snapshot: a rule that learns reads the queue through `Observed`, which
+a `Snapshot` is, so this module imports nothing of the dispatching layer.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from .errors import CpdispatchError
-from .system import units_fitting
+from .job import Job
+from .system import System, units_fitting
 
-if TYPE_CHECKING:
-    from .snapshot import Snapshot
+
+class _Waiting(Protocol):
+    """A queued job as a learning rule reads it (a `snapshot.QueuedJob` is one)."""
+
+    @property
+    def job(self) -> Job: ...
+    @property
+    def predicted(self) -> int: ...
+
+
+class Observed(Protocol):
+    """What a learning rule reads at each decision: the queue in submission order and the system
+    (a `snapshot.Snapshot` is one)."""
+
+    @property
+    def queued(self) -> Sequence[_Waiting]: ...
+    @property
+    def system(self) -> System: ...
 
 
 def _pack(
@@ -120,7 +141,7 @@ class DemandEstimate:
         self._last_submit = -1
         self._at_last: set[str] = set()  # ids seen with submit == _last_submit
 
-    def observe(self, snapshot: Snapshot) -> None:
+    def observe(self, snapshot: Observed) -> None:
         queued = snapshot.queued
         new = []
         for i in range(len(queued) - 1, -1, -1):
@@ -157,7 +178,7 @@ class Allocator:
 
     name = ""
 
-    def observe(self, snapshot: Snapshot) -> None:
+    def observe(self, snapshot: Observed) -> None:
         """Learn from the snapshot (nothing for the fixed rules)."""
 
     @property
@@ -194,7 +215,7 @@ class ScarceFit(BestFit):
     def __init__(self) -> None:
         self.demand = DemandEstimate()
 
-    def observe(self, snapshot: Snapshot) -> None:
+    def observe(self, snapshot: Observed) -> None:
         self.demand.observe(snapshot)
 
     @property
@@ -213,15 +234,3 @@ def get_allocator(name: str) -> Allocator:
         return ALLOCATORS[name]()
     except KeyError:
         raise CpdispatchError(f"unknown allocator '{name}' (known: {', '.join(ALLOCATORS)})") from None
-
-
-def consume(free: np.ndarray, nodes: tuple[int, ...], req: tuple[int, ...]) -> None:
-    """Subtract one unit of `req` per entry of `nodes` from `free` (in place)."""
-    if nodes:
-        np.subtract.at(free, np.asarray(nodes, dtype=np.intp), np.asarray(req, dtype=np.int64))
-
-
-def release(free: np.ndarray, nodes: tuple[int, ...], req: tuple[int, ...]) -> None:
-    """Add one unit of `req` per entry of `nodes` to `free` (in place)."""
-    if nodes:
-        np.add.at(free, np.asarray(nodes, dtype=np.intp), np.asarray(req, dtype=np.int64))

@@ -220,7 +220,7 @@ def _run(system: System, workload: Workload, disp: Dispatcher, pred: Predictor, 
 
     if not record_instances:
         return run(system, workload, disp, pred, sim_opts)
-    from .instances import InstanceRecorder
+    from .instance_log import InstanceRecorder
 
     recorder = InstanceRecorder(str(record_instances))
     try:
@@ -253,13 +253,14 @@ def catalogue() -> str:
     plugins (entry points), and the predictors."""
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
+    from .dispatchers.builtin import is_cp
     from .dispatchers.cp.profiles import FREE, free_options, paper_overrides
     from .predictors import ALIASES, PREDICTORS
     from .predictors import plugins as predictor_plugins
 
     classes = sorted(registry().items())
     # options every CP dispatcher has with the same default are listed once, after the list
-    cp = [cls for _, cls in classes if cls.__module__.startswith("cpdispatch.dispatchers.cp.")]
+    cp = [cls for name, cls in classes if is_cp(name)]
     shared = {(o.name, repr(o.default)): o for o in cp[0].options} if cp else {}
     for cls in cp[1:]:
         shared = {k: o for k, o in shared.items() if k in {(x.name, repr(x.default)) for x in cls.options}}

@@ -238,10 +238,11 @@ def _check_names(where: str, dispatchers: list[dict[str, Any]], predictors: list
     from ..dispatchers.base import make_dispatcher
     from ..errors import CpdispatchError
     from ..predictors import resolve_predictor
+    from ..recorded import NAME as RECORDED
     from ..system import load_system
 
     for kind, build, items in (
-        ("dispatchers", lambda d: d["name"] == "recorded" or make_dispatcher(d["name"], d["options"]), dispatchers),
+        ("dispatchers", lambda d: d["name"] == RECORDED or make_dispatcher(d["name"], d["options"]), dispatchers),
         ("predictors", resolve_predictor, predictors),
         ("workloads", lambda w: load_system(w["system"]), workloads),
     ):

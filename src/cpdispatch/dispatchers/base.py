@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..errors import CpdispatchError
 from ..snapshot import Decision, Snapshot, Start
+from .builtin import load_all, load_home
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,6 @@ class Dispatcher(ABC):
         return False
 
 
-Factory = Callable[..., Dispatcher]
 _REGISTRY: dict[str, type[Dispatcher]] = {}
 _ALIASES: dict[str, str] = {}
 
@@ -154,8 +154,6 @@ def plugins() -> dict[str, Any]:
 
 
 def dispatcher_class(name: str) -> type[Dispatcher]:
-    from . import load_home
-
     load_home(name)
     key = _ALIASES.get(name, name)
     if key not in _REGISTRY:
@@ -165,8 +163,6 @@ def dispatcher_class(name: str) -> type[Dispatcher]:
 
 
 def all_names() -> list[str]:
-    from . import load_all
-
     load_all()
     return sorted(set(_REGISTRY) | set(_ALIASES) | set(plugins()))
 
@@ -176,8 +172,6 @@ def aliases_of(name: str) -> list[str]:
 
 
 def registry() -> dict[str, type[Dispatcher]]:
-    from . import load_all
-
     load_all()
     return dict(_REGISTRY)
 
@@ -187,8 +181,6 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     strings (the command line) or typed values (the Python API)."""
     if ":" in name:
         return resolve_dispatcher(import_object(name), raw_options)
-    from . import load_home
-
     load_home(name)
     found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
     if name in found:

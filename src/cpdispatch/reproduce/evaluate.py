@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..stats import Estimate, mean_ci, paired_difference, paired_ratio
-from .experiments import paper_label
-from .run import STATS_FILE
+from .experiments import DIFFERENCES, STATS_FILE, TEXT_VALUES, paper_label
 
 REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED = (
     "reproduced", "direction reproduced", "not reproduced", "not run", "not checked")
@@ -332,8 +331,6 @@ def evaluate_all(res: Results) -> list[Row]:
 def moved_towards(check: dict[str, Any], res: Results) -> str:
     """The attribution replays that move a per-instance statistic at least a fifth of the way from
     the paper profile's value to the paper's, with the value each reaches."""
-    from .run import DIFFERENCES, TEXT_VALUES
-
     base = instance_value(res, check, "paper")
     if base is None or math.isnan(base[0]):
         return ""
@@ -353,8 +350,6 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
     """What the runs show about a finding that the paper profile does not reproduce: the
     differences whose single change (an attribution replay) reproduces it, the set-up that does,
     or the remaining candidates (solver generation, the stand-in workload)."""
-    from .run import DIFFERENCES, TEXT_VALUES
-
     if paper.verdict not in (NOT, DIRECTION):
         return ""
     if finding.get("note"):  # a known difference between the paper's text and what it measured
@@ -443,8 +438,6 @@ def unsolved_cause(res: Results, finding: dict[str, Any]) -> str:
     profile (nothing starts: the profile has no fallback), that share; and, where a study replays the
     same system's recorded instances (`RELATED_STUDY`), the differences whose single change lets
     its model decide them all."""
-    from .run import DIFFERENCES
-
     experiment, names = finding["experiment"], finding_names(finding)
     calls: dict[str, Counter[str]] = {}
     for r in res.runs.get(experiment, []):

@@ -15,6 +15,8 @@ from typing import Any
 
 #: where the traces are: $CPDISPATCH_TRACES (`reproduce --traces`), else beside the repository
 TRACES_VARIABLE = "CPDISPATCH_TRACES"
+#: what a replay of an instance study writes in its folder (read back by the evaluation)
+STATS_FILE = "stats.json"
 
 
 def traces() -> Path:
@@ -92,6 +94,37 @@ def paper_label(name: str) -> str:
     return f"{name}/paper"
 
 
+#: our differences from the papers whose effect the instance studies measure one at a time
+DIFFERENCES = ("hint", "shortcut", "fastpath", "fallback", "time_policy", "search", "reductions", "max_units",
+               "all_different", "layout", "redundant", "free_now")
+#: differences between what the papers ran and what their text says, tried at the text's value:
+#: PCP'20 Sect. 2.2 counts PCP'19's unit intervals over node capacities, the shipped code over free
+#: amounts (`free_now`, which the profile keeps: it is what the paper's runs used)
+TEXT_VALUES: dict[str, object] = {"free_now": False}
+
+
+def paper_options(scale: Scale) -> dict[str, str]:
+    return {"profile": "paper", "deterministic_time": str(scale.det_time)}
+
+
+def paper_but(name: str, key: str, scale: Scale, det_time: float | None = None) -> dict[str, str]:
+    """The paper's settings of dispatcher `name` with `key` at our default (or, for `TEXT_VALUES`,
+    at the paper text's value): a run that changes only that difference (the time policy's own
+    budget replaces the deterministic limits, `det_time` or the scale's)."""
+    from ..dispatchers.base import dispatcher_class
+    from ..dispatchers.cp.profiles import paper_overrides
+
+    cls = dispatcher_class(name)  # pcp19 is pcp3's alias: the profile is the class's
+    defaults = {o.name: o.default for o in cls.options}
+    settings = {k: v for k, v in paper_overrides(cls.name, defaults).items() if k != key}
+    if key in TEXT_VALUES and key in defaults:
+        settings[key] = TEXT_VALUES[key]
+    out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
+    if key != "time_policy":
+        out["deterministic_time"] = str(scale.det_time if det_time is None else det_time)
+    return out
+
+
 def _entries(names: tuple[str, ...], det_time: float, ours: bool = True, wall_cap: float = 0.0) -> list[str]:
     """Campaign dispatcher entries: each name under the paper profile, and (ours) under our defaults."""
     cap = f", det_wall_cap = {wall_cap}" if wall_cap else ""
@@ -105,8 +138,6 @@ def _entries(names: tuple[str, ...], det_time: float, ours: bool = True, wall_ca
 
 
 def _attribution_entries(scale: Scale) -> list[str]:
-    from .run import paper_but
-
     name, keys = ABLATION_ATTRIBUTION
     out = []
     for key in keys:

@@ -9,8 +9,7 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import ABLATION_ATTRIBUTION, Scale, campaigns, instance_studies
-from .run import DIFFERENCES
+from .experiments import ABLATION_ATTRIBUTION, DIFFERENCES, Scale, campaigns, instance_studies
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)

@@ -12,9 +12,21 @@ from typing import Any
 
 from ..campaign.spec import versions
 from ..errors import CpdispatchError
-from .experiments import SCALES, InstanceStudy, Scale, campaigns, instance_studies, traces
+from .evaluate import Results, evaluate_all
+from .experiments import (
+    DIFFERENCES,
+    SCALES,
+    STATS_FILE,
+    InstanceStudy,
+    Scale,
+    campaigns,
+    instance_studies,
+    paper_but,
+    paper_options,
+    traces,
+)
+from .page import write_page
 
-STATS_FILE = "stats.json"
 TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
@@ -32,8 +44,6 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
     """Run what is missing under `out`, evaluate every finding, write `out/reproduction.md` (and
     `docs` when given). Returns the page's path."""
     from ..campaign import run_campaign
-    from .evaluate import Results, evaluate_all
-    from .page import write_page
 
     if scale_name not in SCALES:
         raise CpdispatchError(f"unknown scale {scale_name!r} (scales: {', '.join(SCALES)})")
@@ -67,41 +77,10 @@ def reproduce(out: str | Path, scale_name: str = "quick", workers: int | None = 
     return page
 
 
-#: our differences from the papers whose effect the instance studies measure one at a time
-DIFFERENCES = ("hint", "shortcut", "fastpath", "fallback", "time_policy", "search", "reductions", "max_units",
-               "all_different", "layout", "redundant", "free_now")
-#: differences between what the papers ran and what their text says, tried at the text's value:
-#: PCP'20 Sect. 2.2 counts PCP'19's unit intervals over node capacities, the shipped code over free
-#: amounts (`free_now`, which the profile keeps: it is what the paper's runs used)
-TEXT_VALUES: dict[str, object] = {"free_now": False}
-
-
-def paper_options(scale: Scale) -> dict[str, str]:
-    return {"profile": "paper", "deterministic_time": str(scale.det_time)}
-
-
-def paper_but(name: str, key: str, scale: Scale, det_time: float | None = None) -> dict[str, str]:
-    """The paper's settings of dispatcher `name` with `key` at our default (or, for `TEXT_VALUES`,
-    at the paper text's value): a run that changes only that difference (the time policy's own
-    budget replaces the deterministic limits, `det_time` or the scale's)."""
-    from ..dispatchers.base import dispatcher_class
-    from ..dispatchers.cp.profiles import paper_overrides
-
-    cls = dispatcher_class(name)  # pcp19 is pcp3's alias: the profile is the class's
-    defaults = {o.name: o.default for o in cls.options}
-    settings = {k: v for k, v in paper_overrides(cls.name, defaults).items() if k != key}
-    if key in TEXT_VALUES and key in defaults:
-        settings[key] = TEXT_VALUES[key]
-    out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
-    if key != "time_policy":
-        out["deterministic_time"] = str(scale.det_time if det_time is None else det_time)
-    return out
-
-
 def run_study(study: InstanceStudy, scale: Scale, out: Path) -> None:
     """Record the instances once, then replay them under the paper profile and our defaults."""
     from .. import api
-    from ..instances import compare
+    from ..instance_replay import compare
     from ..system import load_system
 
     manifest = json.dumps({"study": dataclasses.asdict(study), "det_time": scale.det_time, "versions": versions()},

@@ -24,22 +24,21 @@ from ..errors import CpdispatchError
 from ..job import Job
 from ..predictors.base import Predictor
 from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
-from ..system import System, units_fitting
+from ..system import System
 from .commands import SlurmCommands
 from .failsafe import FailSafe, check_lease_file
-from .figures import RoundFigures
+from .figures import RoundFigures, Tally
 from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
+from .placement import NOT_OFFERED, StartChecker, committed_units
 from .priority import check_priority, slurm_weights
 from .state import (
     STUCK_REASONS,
     TAG,
     Node,
-    Request,
     SlurmJob,
     build_system,
-    feature_match,
     read_node,
     up_partitions,
 )
@@ -47,47 +46,6 @@ from .status import KEEP_ROUNDS, write_status
 from .upkeep import Upkeep
 
 MAX_REFUSALS = 3  # Slurm refusing a pin this often means a request the driver does not model
-KEEP_TIMINGS = 100_000  # rounds whose timings the summary covers (the last ones)
-
-
-def _pinned_at(job: SlurmJob) -> float:
-    """When a driver pinned the job (the time in its tag; 0 if unreadable: re-held at once)."""
-    try:
-        return float(job.admin_comment.removeprefix(TAG).split(":")[1])
-    except (IndexError, ValueError):
-        return 0.0
-
-
-def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: np.ndarray, cap: np.ndarray,
-          allowed: np.ndarray) -> tuple[list[int] | None, str]:
-    """The dispatcher's nodes (one per unit) if Slurm can honour them now; else the nearest
-    valid placement (its nodes first, then the others in order) with why it moved, or None."""
-    def fits(node: int, count: int) -> bool:
-        if not allowed[node] or (request.distinct and count > 1):
-            return False
-        if request.exclusive and (free[node] != cap[node]).any():
-            return False
-        return bool((free[node] >= np.asarray(req) * count).all())
-
-    counts: dict[int, int] = {}
-    for n in nodes:
-        counts[n] = counts.get(n, 0) + 1
-    valid_index = all(0 <= n < len(free) for n in counts)
-    if valid_index and len(nodes) == request.units and all(fits(n, c) for n, c in counts.items()):
-        return list(nodes), ""
-    why = ("units share a node but Slurm gives each listed node its own part" if request.distinct and
-           any(c > 1 for c in counts.values()) else "the chosen nodes cannot hold it now")
-    order = list(dict.fromkeys(n for n in nodes if 0 <= n < len(free)))
-    order += [n for n in range(len(free)) if n not in counts]
-    placed: list[int] = []
-    for n in order:
-        if len(placed) == request.units:
-            break
-        if not fits(n, 1):
-            continue
-        k = 1 if request.distinct else int(units_fitting(free[n:n + 1], req)[0])
-        placed += [n] * min(k, request.units - len(placed))
-    return (placed, why) if len(placed) == request.units else (None, why)
 
 
 class Driver:
@@ -114,17 +72,13 @@ class Driver:
         self.journal = Journal(state_dir / "journal.jsonl", journal_max_bytes)
         self.upkeep = Upkeep(self.failsafe, commands, self.journal)
         self.finished_log = Journal(state_dir / "finished.jsonl")
-        self.rounds = 0
-        self.counts = dict.fromkeys(("started", "reheld", "adjusted", "refused", "failed", "taken", "deferred"), 0)
-        self.shadowed: dict[str, set[str]] = {k: set() for k in self.counts}  # shadow: jobs counted
-        self.timings = {part: deque[float](maxlen=KEEP_TIMINGS) for part in ("read", "decide", "apply", "round")}
+        self.tally = Tally(shadow)
         self.predicted: dict[str, int] = {}
         self.released: dict[str, float] = {}  # job -> when this driver released it
         self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refused_said: set[str] = set()
-        self.refusals: dict[str, int] = {}
+        self.refusals: dict[str, int] = {}  # job -> times Slurm refused it where pinned
         self.refused_pins: set[tuple[str, str]] = set()
-        self.failed_reads = 0  # job -> times Slurm refused it where pinned
         self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
         self.observed: set[tuple[str, int]] = set()  # finished jobs learnt from, among those Slurm shows
@@ -177,8 +131,7 @@ class Driver:
         self.unplaceable &= live
         self.refused_pins = {p for p in self.refused_pins if p[0] in live}
         self.refused_said &= live
-        for said in self.shadowed.values():
-            said &= live
+        self.tally.forget(live)
 
     def _predict(self, job: Job, now: int) -> int:
         if job.id not in self.predicted:
@@ -196,7 +149,7 @@ class Driver:
         jobs, raw_nodes, parts = self.commands.jobs(), self.commands.nodes(), self.commands.partitions()
         now_f = self.clock()
         now = int(now_f)
-        fig = RoundFigures(self.rounds + 1, now, shadow=self.shadow)
+        fig = RoundFigures(self.tally.rounds + 1, now, shadow=self.shadow)
         partitions = up_partitions(parts)
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
         system = self._system(nodes)
@@ -204,7 +157,7 @@ class Driver:
         self.jobs = {j.id: j for j in jobs}
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]
-        stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, _pinned_at(j)))]
+        stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, j.pinned_at))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._take_back(stuck)
         for j in jobs:  # Slurm refused a pin: it holds the job itself (BadConstraints) or we did
@@ -230,7 +183,7 @@ class Driver:
                                committed=fig.committed, read_s=round(fig.read_s, 4),
                                decide_s=round(fig.decide_s, 4), apply_s=round(fig.apply_s, 4), starts=fig.starts,
                                reheld=fig.reheld, taken=fig.taken, deferred=fig.deferred)
-        self._count(fig)
+        self.tally.count(fig)
         self._report(fig)
         if acted:
             self.say(fig.line())
@@ -249,20 +202,9 @@ class Driver:
             "t": self.clock(), "round": fig.round, "pid": os.getpid(), "dispatcher": self.dispatcher.name,
             "predictor": self.predictor.name, "shadow": self.shadow,
             "failsafe": {"mode": fs.mode, "seconds": fs.seconds, "file": str(fs.path)} if fs else None,
-            "rounds": list(self.recent), "counts": self.counts,
+            "rounds": list(self.recent), "counts": self.tally.counts,
             "waiting": [{"job": j, "why": w} for j, w in self.why.items() if j not in started],
         })
-
-    def _count(self, fig: RoundFigures) -> None:
-        self.rounds += 1
-        for key, ids in fig.actions().items():  # a shadow driver decides the same jobs again: each once
-            new = [i for i in ids if i not in self.shadowed[key]] if self.shadow else ids
-            self.shadowed[key].update(new if self.shadow else ())
-            self.counts[key] += len(new)
-        self.counts["deferred"] += fig.deferred
-        for key, value in (("read", fig.read_s), ("decide", fig.decide_s), ("apply", fig.apply_s),
-                           ("round", fig.total_s)):
-            self.timings[key].append(value)
 
     def _stuck(self, job: SlurmJob, age: float) -> bool:
         """A released job that should go back to the queue: Slurm says it cannot run where it
@@ -333,17 +275,9 @@ class Driver:
 
     def _committed(self, j: SlurmJob, now: int, system: System, index: dict[str, int],
                    free: np.ndarray) -> list[RunningJob]:
-        """A released job not yet started, as running from now on its pinned nodes. Taken off
-        `free` at the most Slurm may give it on each node (whatever its task layout): one unit
-        per node for `-N` jobs, the whole node for `--exclusive`, else as many units as fit."""
-        req = np.asarray(j.request.req(system.types))
-        on, counts = [], []
-        for n in sorted(index[x] for x in j.required if x in index):
-            k = 1 if j.request.distinct else max(1, min(j.request.units, int(units_fitting(free[n:n + 1],
-                                                                                          tuple(req))[0])))
-            free[n] = 0 if j.request.exclusive else free[n] - req * k
-            on.append(n)
-            counts.append(k)
+        """A released job not yet started, as running from now on its pinned nodes (taken off
+        `free`: `committed_units`)."""
+        on, counts = committed_units(j, system, index, free)
         if not on:
             return []
         job = j.job(system.types, self.default_walltime)
@@ -371,40 +305,25 @@ class Driver:
         """Check each start against the free amounts (after the starts before it), pin the good
         ones and release them in one command."""
         system = snapshot.system
-        features = {n.name: n.features for n in nodes}
-        free = snapshot.free.copy()
-        queued = {q.job.id: q.job for q in snapshot.queued}
+        checker = StartChecker(snapshot, offered, partitions, index, nodes)
         pinned: list[tuple[str, list[str]]] = []
-        masks: dict[tuple[str, str], np.ndarray] = {}  # (partitions, features) -> nodes allowed
         for s in starts:
-            job = queued.pop(s.job_id, None)
-            if job is None:
-                fig.refused.append(s.job_id)
-                self.journal.write("refused", job=s.job_id, reason="not a held job of this round")
-                continue
-            request, wanted = offered[s.job_id].request, offered[s.job_id].features
-            allowed = masks.get((job.queue, wanted))
-            if allowed is None:
-                allowed = masks[job.queue, wanted] = np.zeros(system.n_nodes, dtype=bool)
-                allowed[[index[n] for p in job.queue.split(",") for n in partitions.get(p, []) if n in index
-                         and feature_match(wanted, features[n])]] = True
-            units, why = place(tuple(s.nodes), request, job.req, free, system.capacity, allowed)
+            units, why = checker.check(s)
             if units is None:
-                fig.refused.append(job.id)
-                self.journal.write("refused", job=job.id, nodes=list(s.nodes), reason=why)
-                if job.id not in self.refused_said:  # said once; the journal has every round
-                    self.refused_said.add(job.id)
-                    self.say(f"job {job.id}: not started where the dispatcher chose, {why}; it stays held")
+                fig.refused.append(s.job_id)
+                if why == NOT_OFFERED:
+                    self.journal.write("refused", job=s.job_id, reason=why)
+                    continue
+                self.journal.write("refused", job=s.job_id, nodes=list(s.nodes), reason=why)
+                if s.job_id not in self.refused_said:  # said once; the journal has every round
+                    self.refused_said.add(s.job_id)
+                    self.say(f"job {s.job_id}: not started where the dispatcher chose, {why}; it stays held")
                 continue
             if why:
-                fig.adjusted.append(job.id)
-                self.journal.write("adjusted", job=job.id, chosen=[system.node_names[n] for n in s.nodes],
+                fig.adjusted.append(s.job_id)
+                self.journal.write("adjusted", job=s.job_id, chosen=[system.node_names[n] for n in s.nodes],
                                    nodes=[system.node_names[n] for n in units], reason=why)
-            alloc = Allocation.of_units(units)
-            free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(job.req)
-            if request.exclusive:
-                free[list(alloc.nodes)] = 0
-            pinned.append((job.id, [system.node_names[n] for n in alloc.nodes]))
+            pinned.append((s.job_id, [system.node_names[n] for n in sorted(set(units))]))
         later = pinned[self.max_starts:] if self.max_starts else []  # decided again next round
         pinned = pinned[:len(pinned) - len(later)]
         self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
@@ -457,7 +376,7 @@ class Driver:
             except CpdispatchError as exc:
                 if once:
                     raise
-                self.failed_reads += 1
+                self.tally.failed_reads += 1
                 if self.metrics is not None:
                     self.metrics.failed_reads.inc()
                 self.journal.write("read_failed", error=str(exc)[-300:])
@@ -471,34 +390,10 @@ class Driver:
         return self.summary()
 
     def summary(self) -> dict[str, Any]:
-        def stats(values: deque[float]) -> dict[str, float]:
-            a = np.asarray(values or [0.0]) * 1e3
-            return {"mean_ms": round(float(a.mean()), 2), "p50_ms": round(float(np.percentile(a, 50)), 2),
-                    "p99_ms": round(float(np.percentile(a, 99)), 2), "max_ms": round(float(a.max()), 2)}
-
-        out: dict[str, Any] = {"rounds": self.rounds, **self.counts, "failed_reads": self.failed_reads,
-                               "shadow": self.shadow,
-                               **{part: stats(values) for part, values in self.timings.items()}}
+        out = self.tally.summary()
         self.journal.write("summary", **out)
         return out
 
     def close(self) -> None:
         self.journal.close()
         self.finished_log.close()
-
-
-def format_summary(s: dict[str, Any]) -> str:
-    """The summary printed on exit."""
-    if s["shadow"]:
-        acts = (f"(shadow: no command sent): {s['started']} jobs would start, {s['adjusted']} of them moved, "
-                f"{s['refused']} refused (each job counted once)")
-    else:
-        acts = (f": {s['started']} jobs started, {s['reheld']} re-held, {s['adjusted']} moved, {s['refused']} "
-                f"refused, {s['taken']} taken over from Slurm, {s['failed']} failed commands")
-    lines = [f"{s['rounds']} rounds{' ' if s['shadow'] else ''}{acts}, {s['failed_reads']} rounds skipped (Slurm did "
-             "not answer)",
-             f"{'ms per round':<14}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
-    for part in ("read", "decide", "apply", "round"):
-        st = s[part]
-        lines.append(f"{part:<14}{st['mean_ms']:>9.1f}{st['p50_ms']:>9.1f}{st['p99_ms']:>9.1f}{st['max_ms']:>9.1f}")
-    return "\n".join(lines)

@@ -4,9 +4,13 @@ the simulator's on the same jobs: how faithful is the simulation?"""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,8 @@ from ..system import System
 from . import local_cluster
 from .commands import SlurmCommands
 from .driver import Driver
+from .failsafe import FailSafe
+from .figures import format_summary
 from .state import SlurmJob, build_system, read_node, up_partitions
 
 MAX_LOCAL_NODES = 64
@@ -237,3 +243,98 @@ def local_or_running(system_name: str, base: Path | None) -> tuple[str | None, P
     specs = specs_for(load_system(system_name))
     root = base or Path(tempfile.mkdtemp(prefix="cpdispatch-replay-"))
     return str(local_cluster.start(specs, root)), root
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """What `cpdispatch slurm replay` was asked for, checked by the command line."""
+
+    trace: str
+    system: str  # "cluster" (the running one) or a preset or TOML file for a local cluster
+    conf: str | None  # the running cluster's slurm.conf (None: $SLURM_CONF)
+    time_scale: float
+    limit_jobs: int
+    skip_jobs: int
+    timeout: float
+    poll: float
+    rehold_after: float
+    state_dir: Path | None  # None: a temporary folder, removed after a replay that finished
+    out: Path | None
+
+
+#: a fresh, untaught dispatcher and predictor (the driver's, then the simulator's own)
+Parts = Callable[[], tuple[Dispatcher, Predictor]]
+
+
+def replay_trace(run: ReplayRun, parts: Parts, failsafe: Callable[[str | None], FailSafe]) -> int:
+    """Replay `run.trace` on the cluster, dispatched live, then compare with the simulator; returns
+    the exit code. A local cluster started here is stopped whatever happens; an interrupted or
+    failed replay cancels its jobs and keeps a temporary journal to look into."""
+    state_dir = run.state_dir or Path(tempfile.mkdtemp(prefix="cpdispatch-replay-state-"))
+    conf, root = local_or_running(run.system, None)
+    finished = False
+    try:
+        commands = SlurmCommands(conf or run.conf)
+        system = cluster_system(commands)
+        jobs = _read(run, system)
+        fit = [j for j in jobs if fits(j, system)]
+        planned = plan(fit, run.time_scale)
+        print(f"replaying {len(planned)} jobs ({len(jobs) - len(fit)} never fit this cluster) over "
+              f"{planned[-1].at if planned else 0:.0f} s of submissions; journal in {state_dir}", file=sys.stderr)
+        driver = Driver(*parts(), commands, state_dir, rehold_after=run.rehold_after, failsafe=failsafe(conf))
+        replay = Replay(planned, driver, commands, system.types, run.poll)
+        rounds = _dispatch_live(replay, driver, run.timeout)
+        if interrupt.received is not None:
+            print("cpdispatch: replay interrupted; its jobs were cancelled", file=sys.stderr)
+            return interrupt.exit_code(interrupt.received)
+        finished = True
+        _compare_with_simulator(replay, system, parts, rounds, run.out, len(jobs) - len(fit))
+        return 0
+    finally:
+        if root is not None and conf is not None:
+            local_cluster.stop(conf)
+            shutil.rmtree(root, ignore_errors=True)
+        if run.state_dir is None:  # a temporary journal: kept only to look into a failed replay
+            if finished:
+                shutil.rmtree(state_dir, ignore_errors=True)
+            else:
+                print(f"cpdispatch: the replay's journal is kept in {state_dir}", file=sys.stderr)
+
+
+def _read(run: ReplayRun, system: System) -> list[Job]:
+    from ..api import read_workload
+
+    return read_workload(run.trace, system, limit=run.limit_jobs, skip=run.skip_jobs).jobs
+
+
+def _dispatch_live(replay: Replay, driver: Driver, timeout: float) -> dict[str, Any]:
+    """Run the replay until it ends or a signal comes; the driver's summary. Unless it finished,
+    its jobs are cancelled: they must not wait held forever."""
+    finished = False
+    try:
+        with interrupt.stopping_gracefully():
+            replay.run(timeout)
+        rounds = driver.summary()
+        finished = interrupt.received is None
+    finally:
+        driver.close()
+        if not finished:
+            replay.cancel()
+    return rounds
+
+
+def _compare_with_simulator(replay: Replay, system: System, parts: Parts, rounds: dict[str, Any],
+                            out: Path | None, never_fit: int) -> None:
+    """Simulate the jobs that ran, as Slurm saw them; print the driver's `rounds` and the
+    comparison (also written to `out`)."""
+    import pandas as pd
+
+    simulated = simulate_same(system, replay.simulated_jobs(system.types), *parts())
+    rows = replay.rows(simulated)
+    totals = compare(rows)
+    print(format_summary(rounds))
+    print(format_comparison(totals, never_fit, len(replay.planned) - len(replay.ran())))
+    if out is not None:
+        pd.DataFrame(rows).to_csv(out / "comparison.csv", index=False)
+        (out / "comparison.json").write_text(json.dumps(totals, indent=1) + "\n")
+        print(f"per-job comparison in {out}/comparison.csv")

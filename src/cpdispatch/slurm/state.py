@@ -191,6 +191,14 @@ class SlurmJob:
         return self.admin_comment.startswith(TAG)
 
     @property
+    def pinned_at(self) -> float:
+        """When a driver pinned the job (the time in its tag; 0 if unreadable: re-held at once)."""
+        try:
+            return float(self.admin_comment.removeprefix(TAG).split(":")[1])
+        except (IndexError, ValueError):
+            return 0.0
+
+    @property
     def begin_after(self) -> int:
         """The user's own `--begin` (kept by the lua in the tag), 0 if none."""
         rest = self.admin_comment.removeprefix(WAIT_TAG)

@@ -47,7 +47,7 @@ from ...job import Job
 from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
 from ...system import units_fitting
 from ..base import Dispatcher, Option
-from ..pbs import EWT_PRESETS, parse_ewt
+from ..ewt import EWT_PRESETS, parse_ewt
 from .greedy import greedy_plan, plan_objective
 from .instance import BuiltModel, CpJob, CpRunning, Instance, ModelTooLarge, Plan
 from .profiles import apply_profile

@@ -1,0 +1,48 @@
+"""The built-in dispatchers: every name (aliases included) with the module that defines it.
+
+This is the one table of built-in names: the registry imports a name's module from it on first
+use, so a name imports only its own module (the CP ones import OR-Tools, half a second of a
+baseline run), and `cpdispatch dispatchers` tells the CP family by it. Each class still carries
+its own name and aliases (they register it); a test checks this table against them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+#: name -> module under `cpdispatch.dispatchers`; a module under `cp.` holds a CP dispatcher
+HOMES: dict[str, str] = {
+    "fifo": "queue_order", "sjf": "queue_order", "ljf": "queue_order",
+    "easy": "easy",
+    "pbs": "pbs",
+    "hcp": "cp.hcp", "hcp1": "cp.hcp", "hcp2": "cp.hcp", "hcp3": "cp.hcp", "hcp19": "cp.hcp",
+    "pcp20": "cp.pcp20",
+    "pcp": "cp.pcp19", "pcp1": "cp.pcp19", "pcp2": "cp.pcp19", "pcp3": "cp.pcp19", "pcp19": "cp.pcp19",
+    "eurora14": "cp.eurora14",
+}
+_PACKAGE = __name__.rpartition(".")[0]
+_loaded = False
+
+
+def is_cp(name: str) -> bool:
+    """Whether `name` is a built-in CP dispatcher."""
+    return HOMES.get(name, "").startswith("cp.")
+
+
+def load_home(name: str) -> None:
+    """Import the module of the built-in dispatcher `name` (all of them for an unknown name)."""
+    home = HOMES.get(name)
+    if home is None:
+        load_all()
+    else:
+        importlib.import_module(f"{_PACKAGE}.{home}")
+
+
+def load_all() -> None:
+    """Import every built-in dispatcher module once, so that they register themselves."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in dict.fromkeys(HOMES.values()):
+        importlib.import_module(f"{_PACKAGE}.{module}")

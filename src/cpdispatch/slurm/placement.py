@@ -1,0 +1,101 @@
+"""Where Slurm can start what the dispatcher chose: each start checked in decision order against
+the free amounts the starts before it leave, and moved to the nearest valid placement when Slurm
+cannot honour the dispatcher's nodes (the job's partitions and features, one task per node for
+`-N` jobs, an idle node for `--exclusive`); and how much of its nodes Slurm may give a job
+released but not yet started (`committed_units`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..snapshot import Allocation, Snapshot, Start
+from ..system import System, units_fitting
+from .state import Node, Request, SlurmJob, feature_match
+
+#: why a start is refused when its job was not offered this round (unknown, or started twice)
+NOT_OFFERED = "not a held job of this round"
+
+
+def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: np.ndarray, cap: np.ndarray,
+          allowed: np.ndarray) -> tuple[list[int] | None, str]:
+    """The dispatcher's nodes (one per unit) if Slurm can honour them now; else the nearest
+    valid placement (its nodes first, then the others in order) with why it moved, or None."""
+    def fits(node: int, count: int) -> bool:
+        if not allowed[node] or (request.distinct and count > 1):
+            return False
+        if request.exclusive and (free[node] != cap[node]).any():
+            return False
+        return bool((free[node] >= np.asarray(req) * count).all())
+
+    counts: dict[int, int] = {}
+    for n in nodes:
+        counts[n] = counts.get(n, 0) + 1
+    valid_index = all(0 <= n < len(free) for n in counts)
+    if valid_index and len(nodes) == request.units and all(fits(n, c) for n, c in counts.items()):
+        return list(nodes), ""
+    why = ("units share a node but Slurm gives each listed node its own part" if request.distinct and
+           any(c > 1 for c in counts.values()) else "the chosen nodes cannot hold it now")
+    order = list(dict.fromkeys(n for n in nodes if 0 <= n < len(free)))
+    order += [n for n in range(len(free)) if n not in counts]
+    placed: list[int] = []
+    for n in order:
+        if len(placed) == request.units:
+            break
+        if not fits(n, 1):
+            continue
+        k = 1 if request.distinct else int(units_fitting(free[n:n + 1], req)[0])
+        placed += [n] * min(k, request.units - len(placed))
+    return (placed, why) if len(placed) == request.units else (None, why)
+
+
+class StartChecker:
+    """One round's starts checked in order on a working copy of the snapshot's free amounts."""
+
+    def __init__(self, snapshot: Snapshot, offered: dict[str, SlurmJob], partitions: dict[str, list[str]],
+                 index: dict[str, int], nodes: list[Node]) -> None:
+        self.system, self.offered, self.partitions, self.index = snapshot.system, offered, partitions, index
+        self.features = {n.name: n.features for n in nodes}
+        self.free = snapshot.free.copy()
+        self.queued = {q.job.id: q.job for q in snapshot.queued}
+        self.masks: dict[tuple[str, str], np.ndarray] = {}  # (partitions, features) -> nodes allowed
+
+    def _allowed(self, queue: str, wanted: str) -> np.ndarray:
+        allowed = self.masks.get((queue, wanted))
+        if allowed is None:
+            index, features = self.index, self.features
+            allowed = self.masks[queue, wanted] = np.zeros(self.system.n_nodes, dtype=bool)
+            allowed[[index[n] for p in queue.split(",") for n in self.partitions.get(p, []) if n in index
+                     and feature_match(wanted, features[n])]] = True
+        return allowed
+
+    def check(self, start: Start) -> tuple[list[int] | None, str]:
+        """Where `start` goes, one node per unit (None: refused), and why it moved or was refused
+        ("": as chosen). A placed start's amounts leave the working free amounts."""
+        job = self.queued.pop(start.job_id, None)
+        if job is None:
+            return None, NOT_OFFERED
+        request = self.offered[start.job_id].request
+        allowed = self._allowed(job.queue, self.offered[start.job_id].features)
+        units, why = place(tuple(start.nodes), request, job.req, self.free, self.system.capacity, allowed)
+        if units is not None:
+            alloc = Allocation.of_units(units)
+            self.free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(job.req)
+            if request.exclusive:
+                self.free[list(alloc.nodes)] = 0
+        return units, why
+
+
+def committed_units(j: SlurmJob, system: System, index: dict[str, int], free: np.ndarray
+                    ) -> tuple[list[int], list[int]]:
+    """The usable nodes a released job is pinned to, and the most units Slurm may give it on each
+    (whatever its task layout): one per node for `-N` jobs, else as many as fit; taken off `free`
+    (the whole node for `--exclusive`)."""
+    req = np.asarray(j.request.req(system.types))
+    on, counts = [], []
+    for n in sorted(index[x] for x in j.required if x in index):
+        k = 1 if j.request.distinct else max(1, min(j.request.units, int(units_fitting(free[n:n + 1],
+                                                                                      tuple(req))[0])))
+        free[n] = 0 if j.request.exclusive else free[n] - req * k
+        on.append(n)
+        counts.append(k)
+    return on, counts
