@@ -26,6 +26,7 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.dispatchers.cp.pcp20 import Pcp20Model
+from cpdispatch.snapshot import Allocation
 from cpdispatch.system import NodeGroup, System, load_system
 
 MEM_PER_CORE = {"swf": 0, "mem": 1000, "rigid": 4000}
@@ -68,7 +69,7 @@ def synthetic(system: System, queued: int, running: int, seed: int, scenario: st
             for k in nodes:
                 free[k] += vec
             continue
-        runs.append(CpRunning(f"r{i}", units, req, rnd.randint(60, 36_000), tuple(nodes)))
+        runs.append(CpRunning(f"r{i}", units, req, rnd.randint(60, 36_000), Allocation.of_units(tuple(nodes))))
     rnd = random.Random(seed + 1)  # the same queued jobs on every system
     jobs = [
         CpJob(f"q{i}", rnd.choice(sizes), req, rnd.randint(60, 36_000), rnd.randint(0, 7200))

@@ -1,4 +1,4 @@
-"""pcp20's second stage (dispatchers/cp/placement.py) and the simulator's room probe: golden cases
+"""pcp20's second stage (dispatchers/cp/pcp20/second_stage.py) and the simulator's room probe: golden cases
 checked by hand, and the probe's counts on a generated run."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ HOMES: dict[str, str] = {
     "easy": "easy",
     "pbs": "pbs",
     "hcp": "cp.hcp", "hcp1": "cp.hcp", "hcp2": "cp.hcp", "hcp3": "cp.hcp", "hcp19": "cp.hcp",
-    "pcp20": "cp.pcp20",
+    "pcp20": "cp.pcp20.dispatcher",
     "pcp": "cp.pcp19", "pcp1": "cp.pcp19", "pcp2": "cp.pcp19", "pcp3": "cp.pcp19", "pcp19": "cp.pcp19",
     "eurora14": "cp.eurora14",
 }

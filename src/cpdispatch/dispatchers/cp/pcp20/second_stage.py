@@ -36,13 +36,15 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
-from ...system import units_fitting
-from . import objectives
-from .frontend import CpDispatcher, take
-from .greedy import greedy_plan, plan_objective
-from .instance import CpJob, CpRunning, Instance, ModelTooLarge, Plan
-from .pcp20 import Pcp20Model, axes_of, reductions_of, spread
+from ....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
+from ....system import units_fitting
+from .. import objectives
+from ..frontend import CpDispatcher, take
+from ..greedy import greedy_plan, plan_objective
+from ..instance import CpJob, CpRunning, Instance, ModelTooLarge, Plan
+from .axes import axes_of, spread
+from .model import Pcp20Model
+from .reductions import reductions_of
 
 #: statuses, from cheapest to dearest: nothing queued beyond the starts / placement cannot matter /
 #: the starts delay no queued job / the model is over the size guard / no better objective /
@@ -81,10 +83,11 @@ class SecondStage:
             return starts, "none", None, 0
         by_id = {q.job.id: q for q in ordered}
         s0 = [by_id[s.job_id] for s in starts]
-        red = reductions_of(axes_of(snapshot.system), [q.job.req for q in s0 + rest],
-                            [r.job.req for r in snapshot.running if r.alloc.nodes], self.reductions, self.reductions,
-                            [q.job.req for q in s0 + rest if spread(q.job)])
-        if red.placement_free([q.job.req for q in s0 + rest]):
+        reqs = [q.job.req for q in s0 + rest]
+        red = reductions_of(axes_of(snapshot.system), reqs, [r.job.req for r in snapshot.running if r.alloc.nodes],
+                            [q.job.req for q in s0 + rest if spread(q.job)],
+                            drop=self.reductions, fluid=self.reductions)
+        if red.placement_free(reqs):
             return starts, "fluid", None, 0
         inst = d.instance(snapshot, s0 + rest)
         jobs = inst.jobs[len(s0):]

@@ -1,0 +1,216 @@
+"""PCP'20 (Galleguillos, Kiziltan, Soto, 2020), Section 3: scheduling and allocation in one CP model
+whose number of variables does not depend on the number of nodes. Times are relative to the
+dispatching time (0 = now).
+
+The model reads as the paper's section, one part per module: the geometry of units on the ordered
+list of each resource type (`axes`); the exact reductions, which take types out of the model or
+give them a cumulative alone (`reductions`); what the running jobs hold, as fixed boxes and
+demands per type (`running`); the variables of each queued job (`job_vars`); one NoOverlap2D and
+one implied cumulative per type (`resources`); the objective and the search (here).
+
+*Objective and priorities (Section 2.2).* Total slowdown through `objectives.expression`; the
+priority is the slowdown at dispatching time (the front end orders the jobs).
+
+*Search.* "Select the job whose priority is highest and that can start first; assign its start
+its earliest time; then among its allocation variables select the one with the minimum domain and
+assign its maximum value (best fit)." The authors' code interleaves job by job in priority order;
+CP-SAT applies decision strategies in sequence, so `add_search` posts, per job in priority order,
+its start (SELECT_MIN_VALUE), then its positions (CHOOSE_MIN_DOMAIN_SIZE, SELECT_MAX_VALUE), then
+its node variables and piece literals. Not expressible: the dynamic choice of the job "that can
+start first" (the order is static, as the priorities are) and the code's ``sched_bt`` flag
+(allocation choices not re-opened on backtracking).
+
+*Size.* ``|Q| + sum_j units_j * (|R_j| + [v needed] + [pieces_j if > 1])`` variables over
+non-fluid jobs, ``R_j`` the modelled requested types: the paper's ``|Q| + sum_i rn_i * |R|``,
+plus the node variable that replaces the element expressions; no term depends on the number of
+nodes. `max_units` and `max_running_boxes` raise `ModelTooLarge` beyond a size where CP-SAT does
+not beat the greedy plan in a decision's time (the front end then enacts that plan).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .. import objectives
+from ..instance import BuiltModel, CpJob, Instance, ModelTooLarge, Plan
+from .axes import UnitGeometry, axes_of, spread
+from .fluid import fluid_nodes, total_plan
+from .hints import hint_objective_aux, hint_plan
+from .job_vars import JobVars, break_job_symmetry, post_job
+from .reductions import Fold, Reductions, reductions_of
+from .resources import Resources
+from .running import running_usage, type_load
+
+
+class _Values(Protocol):
+    def value(self, expression: Any) -> int: ...
+
+
+class Pcp20Model(BuiltModel):
+    """The PCP'20 model of `instance` (module docstring). `fluid` and `drop_dominated` say which
+    exact reductions to compute (`reductions.reductions_of`: `drop_dominated` also folds);
+    everything after reads the `reductions` value."""
+
+    def __init__(
+        self,
+        instance: Instance,
+        objective_kind: str = "slowdown",
+        *,
+        all_different: bool = False,
+        implied_cumulative: bool = True,
+        fluid: bool = True,
+        drop_dominated: bool = True,
+        sparse_domains: bool = False,
+        max_units: int = 0,
+        max_running_boxes: int = 0,
+    ) -> None:
+        super().__init__(instance, objective_kind)
+        self.axes = axes_of(instance.system)
+        self.all_different = all_different
+        self.sparse_domains = sparse_domains
+        self.hint_complete = False
+        # the data, before any variable: reductions, running usage, unit geometries, load per type
+        self.reductions = red = reductions_of(
+            self.axes, [j.req for j in instance.jobs], [r.req for r in instance.running if r.alloc.nodes],
+            [j.req for j in instance.jobs if spread(j)], drop=drop_dominated, fluid=fluid,
+        )
+        if max_units > 0:
+            _check_size(instance.jobs, red, max_units)
+        self.running = running_usage(instance, self.axes, red.folds)
+        geometries = [self._geometry(job) for job in instance.jobs]
+        loads = {t: type_load(t, [g for g in geometries if t in g.types], self.running, self.axes, t in red.fluid)
+                 for t in sorted({t for g in geometries for t in g.types})}
+        self.running_boxes = sum(len(load.boxes) for load in loads.values())
+        if 0 < max_running_boxes < self.running_boxes:
+            raise ModelTooLarge(f"{self.running_boxes} running boxes (max_running_boxes={max_running_boxes})")
+        # the variables of each job, in priority order
+        self.jobs: list[JobVars] = [
+            post_job(self.model, job, geo, instance.horizon, bool(geo.types) and geo.types[0] in red.fluid,
+                     all_different=all_different, sparse_domains=sparse_domains)
+            for job, geo in zip(instance.jobs, geometries)
+        ]
+        self.start_vars.update((jv.job.id, jv.start) for jv in self.jobs)
+        break_job_symmetry(self.model, self.jobs, objective_kind)
+        # per requested type, a NoOverlap2D over the units' and the running jobs' boxes, a cumulative
+        resources = Resources(self.model)
+        for t, load in loads.items():
+            resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, implied_cumulative)
+        self.walls = resources.walls  # see `resources.add_no_overlap_2d`
+        self.running_intervals = len(resources.running_x)  # fixed [0, remaining): one constraint each
+        # the objective
+        before = len(self.model.proto.variables)
+        self.model.minimize(objectives.expression(objective_kind, self.model, instance, self.start_vars))
+        self._objective_aux = range(before, len(self.model.proto.variables))
+
+    @property
+    def dropped_types(self) -> frozenset[int]:
+        return self.reductions.dropped
+
+    @property
+    def folds(self) -> tuple[Fold, ...]:
+        return self.reductions.folds
+
+    @property
+    def fluid_types(self) -> frozenset[int]:
+        return self.reductions.fluid
+
+    def _geometry(self, job: CpJob) -> UnitGeometry:
+        geo = self.axes.geometry(self.reductions.request(job.req))
+        if geo is None:
+            raise ValueError(f"job {job.id}: no node of {self.instance.system.name} can host one unit {job.req}")
+        return geo
+
+    # -- hooks used by the front end -------------------------------------------------------------
+
+    def add_search(self) -> None:
+        m = self.model
+        for jv in self.jobs:  # priority order: one strategy per job and stage interleaves them
+            m.add_decision_strategy([jv.start], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+            positions = [y for unit in jv.positions for y in unit]
+            if positions:
+                m.add_decision_strategy(positions, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
+            rest = [*jv.nodes, *(b for u in jv.pieces for b in u)]
+            if rest:
+                m.add_decision_strategy(rest, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+
+    def add_hint(self, plan: Plan) -> None:
+        """Hint every variable from a complete plan (start and node of every unit of every job;
+        `hints`); `hint_complete` says whether every position was placed."""
+        self.hint_complete = hint_plan(self.model, self.jobs, self.running, self.axes, self.walls, plan)
+        hint_objective_aux(self.model, self.instance, self._objective_aux, plan)
+
+    def extract(self, solver: object) -> Plan:
+        """The plan of the solver's (or solution callback's) current solution."""
+        sol: _Values = solver  # type: ignore[assignment]
+        plan = Plan()
+        for jv in self.jobs:
+            job = jv.job
+            plan.starts[job.id] = int(sol.value(jv.start))
+            if jv.fluid:
+                continue
+            if jv.nodes:
+                plan.nodes[job.id] = tuple(int(sol.value(v)) for v in jv.nodes)
+            elif jv.geo.types:
+                ys = np.array([int(sol.value(unit[0])) for unit in jv.positions], dtype=np.int64)
+                plan.nodes[job.id] = tuple(int(k) for k in self.axes.node_of(jv.geo.types[0], ys))
+            else:
+                plan.nodes[job.id] = (0,) * job.units
+        return plan
+
+    def complete(self, plan: Plan) -> Plan:
+        plan.nodes.update(self.fluid_nodes(plan.starts))
+        return plan
+
+    def greedy_plan(self) -> Plan:
+        """The 1-D plan on the fluid type's total when every job is fluid on one type and the
+        nodes differ in nothing else (`fluid.total_plan`), nodes by `fluid_nodes`; otherwise the
+        shared greedy plan, which places every job by the demand-aware best fit over time."""
+        plan = total_plan(self.jobs, self.axes, self.running, self.fluid_types)
+        if plan is None:
+            return super().greedy_plan()
+        plan.nodes.update(self.fluid_nodes(plan.starts))
+        return plan
+
+    def fluid_nodes(self, starts: dict[str, int]) -> dict[str, tuple[int, ...]]:
+        """Nodes of the fluid jobs' units for the given starts (`fluid.fluid_nodes`)."""
+        return fluid_nodes(self.jobs, self.instance, self.axes, self.running, self.fluid_types, starts)
+
+    @property
+    def solver_parameters(self) -> dict[str, object]:
+        """CP-SAT parameters this model solves best with (for the front end to apply). With
+        boxes: presolve off (slow on NoOverlap2D boxes, and the search proves more without it in
+        a decision's time), no hint-following phase (`hint_conflict_limit` 0: see
+        `resources.add_no_overlap_2d`), and no `Precedences2DPropagator` (it rescans every pair of
+        boxes linked by a linear relation at each propagation, outside the deterministic time,
+        without changing the decisions). The hint still guides the search and bounds the
+        objective. Without boxes (fluid types only), no linear relaxation: it cost solve time
+        without improving the objectives on balance (docs/pcp20-notes.md)."""
+        if not any(jv.positions for jv in self.jobs):
+            return {"linearization_level": 0}
+        return {"cp_model_presolve": False, "hint_conflict_limit": 0,
+                "use_linear3_for_no_overlap_2d_precedences": False}
+
+    def size(self) -> dict[str, int]:
+        """Model size figures for logs and benchmarks."""
+        return {
+            "variables": self.variables,
+            "constraints": self.constraints,
+            "boxes": sum(len(u) for jv in self.jobs for u in jv.positions),
+            "running_boxes": self.running_boxes,
+            "running_intervals": self.running_intervals,
+        }
+
+
+def _check_size(jobs: tuple[CpJob, ...], red: Reductions, max_units: int) -> None:
+    """Raise `ModelTooLarge` if more than `max_units` units would get positions."""
+    units = 0
+    for job in jobs:
+        req = red.request(job.req)
+        types = [t for t, a in enumerate(req) if a > 0]
+        if types and not (len(types) == 1 and types[0] in red.fluid):
+            units += job.units
+    if units > max_units:
+        raise ModelTooLarge(f"{units} units with positions (max_units={max_units})")
