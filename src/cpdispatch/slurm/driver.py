@@ -31,7 +31,7 @@ from .figures import RoundFigures, Tally
 from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
-from .placement import NOT_OFFERED, StartChecker, committed_units
+from .placement import LATER, NOT_OFFERED, StartChecker, committed_units
 from .priority import check_priority, slurm_weights
 from .state import (
     STUCK_REASONS,
@@ -302,22 +302,23 @@ class Driver:
 
     def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,
                status: str, partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:
-        """Check each start against the free amounts (after the starts before it), pin the good
-        ones and release them in one command."""
+        """Check each start against what the starts before it leave; pin and release the good ones."""
         system = snapshot.system
         checker = StartChecker(snapshot, offered, partitions, index, nodes)
         pinned: list[tuple[str, list[str]]] = []
+        waits: list[str] = []  # LATER: decided again next round
         for s in starts:
             units, why = checker.check(s)
-            if units is None:
+            if why == LATER:
+                waits.append(s.job_id)
+            elif units is None:
                 fig.refused.append(s.job_id)
-                if why == NOT_OFFERED:
-                    self.journal.write("refused", job=s.job_id, reason=why)
-                    continue
-                self.journal.write("refused", job=s.job_id, nodes=list(s.nodes), reason=why)
-                if s.job_id not in self.refused_said:  # said once; the journal has every round
+                self.journal.write("refused", job=s.job_id, reason=why, **({} if why == NOT_OFFERED else
+                                                                         {"nodes": list(s.nodes)}))
+                if why != NOT_OFFERED and s.job_id not in self.refused_said:  # said once; journal: each round
                     self.refused_said.add(s.job_id)
                     self.say(f"job {s.job_id}: not started where the dispatcher chose, {why}; it stays held")
+            if units is None:
                 continue
             if why:
                 fig.adjusted.append(s.job_id)
@@ -326,8 +327,8 @@ class Driver:
             pinned.append((s.job_id, [system.node_names[n] for n in sorted(set(units))]))
         later = pinned[self.max_starts:] if self.max_starts else []  # decided again next round
         pinned = pinned[:len(pinned) - len(later)]
-        self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow,
-                           starts=[{"job": i, "nodes": n} for i, n in pinned], next_round=[i for i, _ in later])
+        self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow, next_round=[
+            i for i, _ in later] + waits, starts=[{"job": i, "nodes": n} for i, n in pinned])
         fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
 
     def _pin_and_release(self, fig: RoundFigures, pinned: list[tuple[str, list[str]]]) -> list[str]:

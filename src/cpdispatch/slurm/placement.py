@@ -14,6 +14,9 @@ from .state import Node, Request, SlurmJob, feature_match
 
 #: why a start is refused when its job was not offered this round (unknown, or started twice)
 NOT_OFFERED = "not a held job of this round"
+#: why a start waits a round: it may not fit beside this round's multi-node `-n` jobs, whose
+#: tasks per node Slurm lays out itself (it then adds a node the dispatcher did not choose)
+LATER = "it shares a node with a job whose tasks Slurm lays out this round"
 
 
 def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: np.ndarray, cap: np.ndarray,
@@ -56,6 +59,7 @@ class StartChecker:
         self.system, self.offered, self.partitions, self.index = snapshot.system, offered, partitions, index
         self.features = {n.name: n.features for n in nodes}
         self.free = snapshot.free.copy()
+        self.worst = snapshot.free.copy()  # as `free`, with the worst layout Slurm may give `-n` jobs
         self.queued = {q.job.id: q.job for q in snapshot.queued}
         self.masks: dict[tuple[str, str], np.ndarray] = {}  # (partitions, features) -> nodes allowed
 
@@ -69,20 +73,32 @@ class StartChecker:
         return allowed
 
     def check(self, start: Start) -> tuple[list[int] | None, str]:
-        """Where `start` goes, one node per unit (None: refused), and why it moved or was refused
-        ("": as chosen). A placed start's amounts leave the working free amounts."""
+        """Where `start` goes, one node per unit (None: refused, or `LATER`), and why it moved or
+        was refused ("": as chosen). A placed start's amounts leave the working free amounts."""
         job = self.queued.pop(start.job_id, None)
         if job is None:
             return None, NOT_OFFERED
         request = self.offered[start.job_id].request
         allowed = self._allowed(job.queue, self.offered[start.job_id].features)
         units, why = place(tuple(start.nodes), request, job.req, self.free, self.system.capacity, allowed)
-        if units is not None:
-            alloc = Allocation.of_units(units)
-            self.free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(job.req)
-            if request.exclusive:
-                self.free[list(alloc.nodes)] = 0
+        if units is None:
+            return units, why
+        alloc = Allocation.of_units(units)
+        if place(tuple(units), request, job.req, self.worst, self.system.capacity, allowed)[1]:
+            return None, LATER  # the dispatcher decides it again next round, on Slurm's real layout
+        self._take(self.free, alloc, job.req, request.exclusive)
+        if not request.distinct and len(alloc.nodes) > 1:  # Slurm picks the tasks per node: at most
+            most = tuple(min(request.units - len(alloc.nodes) + 1,  # all but one per other node
+                             int(units_fitting(self.worst[n:n + 1], job.req)[0])) for n in alloc.nodes)
+            alloc = Allocation(alloc.nodes, most)
+        self._take(self.worst, alloc, job.req, request.exclusive)
         return units, why
+
+    @staticmethod
+    def _take(free: np.ndarray, alloc: Allocation, req: tuple[int, ...], exclusive: bool) -> None:
+        free[list(alloc.nodes)] -= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(req)
+        if exclusive:
+            free[list(alloc.nodes)] = 0
 
 
 def committed_units(j: SlurmJob, system: System, index: dict[str, int], free: np.ndarray
