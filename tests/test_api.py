@@ -78,6 +78,7 @@ def test_result_tables_match_the_files(tmp_path: Path) -> None:
     assert on_disk["job_id"].tolist() == result.jobs["job_id"].tolist()
     assert pd.read_parquet(tmp_path / "decisions.parquet")["status"].tolist() == result.decisions["status"].tolist()
     assert json.loads((tmp_path / "summary.json").read_text())["call"]["dispatcher"] == "easy"
+    assert (tmp_path / "utilization.png").is_file() and (tmp_path / "queue.png").is_file()  # as the CLI
 
 
 def test_function_dispatcher_runs_and_is_validated() -> None:

@@ -56,7 +56,7 @@ def fingerprint(case: str, dispatcher: str) -> dict[str, Any]:
     result = cpd.simulate(system, jobs, dispatcher=dispatcher, predictor="last2", load_factor=load,
                           options=OPTIONS.get(dispatcher))
     with tempfile.TemporaryDirectory() as tmp:
-        result.save(tmp)
+        result.save(tmp, plots=False)
         digest = hashlib.sha256((Path(tmp) / "schedule.csv").read_bytes()).hexdigest()
     s = result.summary
     print(f"{case}/{dispatcher}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)

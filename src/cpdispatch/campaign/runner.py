@@ -86,7 +86,7 @@ def run_one(settings: dict[str, Any], out: str) -> dict[str, Any]:
             load_factor=settings["load_factor"], seed=settings["replica"],
             kill_at_walltime=settings["kill_at_walltime"],
         )
-        result.save(tmp, parquet=True)
+        result.save(tmp, parquet=True, plots=False)
         (tmp / "schedule.csv").unlink()  # the parquet holds the same table, 5-10x smaller
         record = {"key": key, "settings": settings, "versions": versions(), "status": "done",
                   "solver": result.summary["options"].get("dispatcher_options", {}),
