@@ -200,7 +200,7 @@ class Snapshot:
             raise ValueError(f"job {start.job_id} is not queued")
         nodes: tuple[Any, ...] = tuple(start.nodes)
         if any(isinstance(n, str) for n in nodes):  # nodes given by name (see Start)
-            ids = {name: i for i, name in enumerate(self.system.node_names)}
+            ids = self.system.node_index
             if unknown := [n for n in nodes if isinstance(n, str) and n not in ids]:
                 raise ValueError(f"no node named {unknown[0]!r} in system {self.system.name}")
             nodes = tuple(ids.get(n, n) for n in nodes)

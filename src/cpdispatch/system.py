@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -95,6 +96,11 @@ class System:
 
     def type_index(self, name: str) -> int:
         return self.types.index(name)
+
+    @functools.cached_property
+    def node_index(self) -> dict[str, int]:
+        """Each node's index by its name (a `Start` may name its nodes)."""
+        return {name: i for i, name in enumerate(self.node_names)}
 
     def units_fitting(self, free: np.ndarray, req: tuple[int, ...], one_per_node: bool = False) -> np.ndarray:
         """How many units of per-unit request `req` fit on each node given `free` (nodes x types)."""

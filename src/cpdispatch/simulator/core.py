@@ -72,7 +72,6 @@ class Simulator:
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
         self.room = RoomProbe() if self.options.room else None
-        self._node_ids: dict[str, int] | None = None  # node index by name, built if a start names nodes
 
     # -- events -------------------------------------------------------------------------------
 
@@ -151,9 +150,7 @@ class Simulator:
         by their index; an unknown name stays, for `Cluster.check` to refuse by name."""
         if not next((True for s in decision.starts for n in s.nodes if isinstance(n, str)), False):
             return decision  # the usual case: indices only
-        if self._node_ids is None:
-            self._node_ids = {name: i for i, name in enumerate(self.system.node_names)}
-        ids: dict[Any, Any] = self._node_ids
+        ids: dict[Any, Any] = self.system.node_index
         return replace(decision, starts=tuple(Start(s.job_id, tuple(ids.get(n, n) for n in s.nodes))
                                               for s in decision.starts))
 

@@ -153,7 +153,7 @@ class Driver:
         partitions = up_partitions(parts)
         nodes = [read_node(n, set(partitions)) for n in raw_nodes]
         system = self._system(nodes)
-        index = {name: i for i, name in enumerate(system.node_names)}
+        index = system.node_index
         self.jobs = {j.id: j for j in jobs}
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]
