@@ -115,41 +115,43 @@ def _submit_utilization(result: SimulationResult) -> tuple[dict[str, float | Non
 
 def summarize(result: SimulationResult) -> dict[str, Any]:
     """The summary.json dictionary (plain JSON types only)."""
-    recs = result.records
-    status = Counter(r.status for r in recs)
     a = job_arrays(result)
-    wait = a["wait"]
-    types = result.system.types
-    totals = result.system.totals
-
-    first_submit = min((r.job.submit for r in recs), default=None)
-    last_end = int(a["end"].max()) if a["end"].size else None
-    makespan = int(last_end - a["start"].min()) if last_end is not None else 0
-    span = last_end - first_submit if last_end is not None and first_submit is not None else 0
-    area = _used_area(result)
-    utilization = {
-        t: (float(area[k] / (totals[k] * span)) if span > 0 and totals[k] > 0 else 0.0)
-        for k, t in enumerate(types)
-    }
-    submit_util, submit_window = _submit_utilization(result)
-
-    wall = np.fromiter((d.wall_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
-    cpu = np.fromiter((d.cpu_ms for d in result.decisions), dtype=np.float64, count=len(result.decisions))
-    dstatus = Counter(d.status for d in result.decisions)
-    classes = duration_classes(a["run"])
-
     return {
         "system": result.system.name,
         "dispatcher": result.dispatcher,
         "predictor": result.predictor,
-        "jobs": len(recs),
+        **_counts(result, a),
+        **_job_statistics(a),
+        **_span_and_utilization(result, a),
+        **_dispatch_statistics(result),
+        **({"room": dict(result.room)} if result.room is not None else {}),
+        "sim_wall_s": float(result.sim_wall_s),
+        "peak_rss_mb": float(result.peak_rss_mb),
+        "options": dict(result.options),
+        "notes": dict(result.notes),
+    }
+
+
+def _counts(result: SimulationResult, a: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Jobs per final status, and the lines and starts the run left out."""
+    status = Counter(r.status for r in result.records)
+    return {
+        "jobs": len(result.records),
         "completed": status.get("completed", 0),
         "killed": status.get("killed", 0),
         "rejected": status.get("rejected", 0),
         **({"running": status.get("running", 0), "interrupted": result.interrupted} if result.interrupted else {}),
-        "started": int(wait.size),
+        "started": int(a["wait"].size),
         "skipped_lines": len(result.skipped),
         "refused_starts": len(result.refused),
+    }
+
+
+def _job_statistics(a: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Wait and slowdown statistics over started jobs, overall, per duration class and per queue."""
+    wait = a["wait"]
+    classes = duration_classes(a["run"])
+    return {
         "avg_wait": _stat(wait, "mean"),
         "sd_wait": _stat(wait, "sd"),
         "max_wait": _stat(wait, "max"),
@@ -163,6 +165,24 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "max_bounded_slowdown": _stat(a["bounded_slowdown"], "max"),
         "by_duration": {c: _job_stats(a, classes == c) for c in ("short", "medium", "long")},
         "by_queue": {q: _job_stats(a, a["queue"] == q) for q in sorted(set(a["queue"].tolist()))},
+    }
+
+
+def _span_and_utilization(result: SimulationResult, a: dict[str, np.ndarray]) -> dict[str, Any]:
+    """First submit, first start, last end, makespan and the utilization shares (module docstring)."""
+    types = result.system.types
+    totals = result.system.totals
+    first_submit = min((r.job.submit for r in result.records), default=None)
+    last_end = int(a["end"].max()) if a["end"].size else None
+    makespan = int(last_end - a["start"].min()) if last_end is not None else 0
+    span = last_end - first_submit if last_end is not None and first_submit is not None else 0
+    area = _used_area(result)
+    utilization = {
+        t: (float(area[k] / (totals[k] * span)) if span > 0 and totals[k] > 0 else 0.0)
+        for k, t in enumerate(types)
+    }
+    submit_util, submit_window = _submit_utilization(result)
+    return {
         "first_submit": first_submit,
         "first_start": int(a["start"].min()) if a["start"].size else None,
         "last_end": last_end,
@@ -172,7 +192,17 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "utilization_submit": submit_util,
         "submit_window": submit_window,
         "capacity": dict(zip(types, totals, strict=True)),
-        "dispatch_calls": len(result.decisions),
+    }
+
+
+def _dispatch_statistics(result: SimulationResult) -> dict[str, Any]:
+    """The dispatcher's calls: wall and CPU time per decision, statuses, and the second stage's."""
+    decisions = result.decisions
+    wall = np.fromiter((d.wall_ms for d in decisions), dtype=np.float64, count=len(decisions))
+    cpu = np.fromiter((d.cpu_ms for d in decisions), dtype=np.float64, count=len(decisions))
+    dstatus = Counter(d.status for d in decisions)
+    return {
+        "dispatch_calls": len(decisions),
         "dispatch_ms_mean": _stat(wall, "mean"),
         "dispatch_ms_p50": _stat(wall, "pct", 50),
         "dispatch_ms_p99": _stat(wall, "pct", 99),
@@ -181,12 +211,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "dispatch_cpu_ms_p99": _stat(cpu, "pct", 99),
         "dispatch_cpu_ms_max": _stat(cpu, "max"),
         "decision_status": dict(sorted(dstatus.items())),
-        **({"stage2": _stage2_summary(result)} if any(d.stage2 for d in result.decisions) else {}),
-        **({"room": dict(result.room)} if result.room is not None else {}),
-        "sim_wall_s": float(result.sim_wall_s),
-        "peak_rss_mb": float(result.peak_rss_mb),
-        "options": dict(result.options),
-        "notes": dict(result.notes),
+        **({"stage2": _stage2_summary(result)} if any(d.stage2 for d in decisions) else {}),
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .records import SimulationResult
+from .records import JobRecord, SimulationResult
 
 
 def schedule_errors(result: SimulationResult, kill_at_walltime: bool | None = None, limit: int = 20) -> list[str]:
@@ -19,79 +19,95 @@ def schedule_errors(result: SimulationResult, kill_at_walltime: bool | None = No
     if kill_at_walltime is None:
         kill_at_walltime = bool(result.options.get("kill_at_walltime", False))
     errors: list[str] = []
-    system = result.system
-    n_types = len(system.types)
-    node_ev: list[int] = []
-    time_ev: list[int] = []
-    sign_ev: list[int] = []
-    amount_ev: list[tuple[int, ...]] = []
+    usage = _UsageEvents()
     seen: set[str] = set()
     for rec in result.records:
-        job = rec.job
-        if job.id in seen:
-            errors.append(f"job {job.id}: appears twice")
-        seen.add(job.id)
-        if rec.status == "rejected":
-            if not rec.reason:
-                errors.append(f"job {job.id}: rejected without a reason")
-            if rec.start is not None:
-                errors.append(f"job {job.id}: rejected but started")
-            continue
-        if rec.status not in ("completed", "killed") and not (rec.status == "running" and result.interrupted):
-            errors.append(f"job {job.id}: not accounted for (status {rec.status!r})")
-            continue
-        if rec.start is None or rec.end is None:
-            errors.append(f"job {job.id}: {rec.status} without start/end")
-            continue
-        if rec.start < job.submit:
-            errors.append(f"job {job.id}: starts at {rec.start} before its submission at {job.submit}")
-        expected = job.runtime
-        if rec.status == "killed":
-            if not (kill_at_walltime and job.walltime is not None and job.runtime > job.walltime):
-                errors.append(f"job {job.id}: killed but should not be")
-            expected = job.walltime if job.walltime is not None else job.runtime
-        elif kill_at_walltime and job.walltime is not None and job.runtime > job.walltime:
-            errors.append(f"job {job.id}: outlived its walltime without being killed")
-        if rec.end - rec.start != expected:
-            errors.append(f"job {job.id}: ran {rec.end - rec.start} s, expected {expected} s")
-        alloc = rec.alloc
-        if alloc.units != job.units or len(alloc.nodes) != len(alloc.counts):
-            errors.append(f"job {job.id}: {alloc.units} units placed for {job.units}")
-            continue
-        if (len(set(alloc.nodes)) != len(alloc.nodes) or min(alloc.counts, default=1) < 1
-                or not all(0 <= n < result.system.n_nodes for n in alloc.nodes)):
-            errors.append(f"job {job.id}: invalid allocation {alloc} (a node repeated, empty or unknown)")
-            continue
-        if job.one_per_node and max(alloc.counts, default=1) > 1:
-            errors.append(f"job {job.id}: its units need distinct nodes, got {alloc}")
-        if rec.end == rec.start:
-            continue  # uses nothing over time
-        for node, k in zip(alloc.nodes, alloc.counts):
-            amount = tuple(k * a for a in job.req)
-            node_ev += [node, node]
-            time_ev += [rec.start, rec.end]
-            sign_ev += [1, -1]
-            amount_ev += [amount, amount]
+        if rec.job.id in seen:
+            errors.append(f"job {rec.job.id}: appears twice")
+        seen.add(rec.job.id)
+        found, ran = _record_errors(rec, result, kill_at_walltime)
+        errors += found
+        if ran is None or ran[0] == ran[1]:
+            continue  # nothing to check against capacity (a zero-length run uses nothing over time)
+        usage.add(rec, *ran)
         if len(errors) >= limit:
             return errors[:limit]
-    if node_ev:
-        errors += _capacity_errors(result, node_ev, time_ev, sign_ev, amount_ev, n_types, limit - len(errors))
+    if usage.node:
+        errors += _capacity_errors(result, usage, limit - len(errors))
     return errors[:limit]
 
 
-def _capacity_errors(
-    result: SimulationResult,
-    node_ev: list[int],
-    time_ev: list[int],
-    sign_ev: list[int],
-    amount_ev: list[tuple[int, ...]],
-    n_types: int,
-    limit: int,
-) -> list[str]:
-    node = np.asarray(node_ev, dtype=np.int64)
-    when = np.asarray(time_ev, dtype=np.int64)
-    sign = np.asarray(sign_ev, dtype=np.int64)
-    amount = np.asarray(amount_ev, dtype=np.int64).reshape(-1, n_types) * sign[:, None]
+class _UsageEvents:
+    """Per node, the acquisitions (+1) and releases (-1) of the started jobs, in record order."""
+
+    def __init__(self) -> None:
+        self.node: list[int] = []
+        self.time: list[int] = []
+        self.sign: list[int] = []
+        self.amount: list[tuple[int, ...]] = []
+
+    def add(self, rec: JobRecord, start: int, end: int) -> None:
+        for node, k in zip(rec.alloc.nodes, rec.alloc.counts):
+            amount = tuple(k * a for a in rec.job.req)
+            self.node += [node, node]
+            self.time += [start, end]
+            self.sign += [1, -1]
+            self.amount += [amount, amount]
+
+
+def _record_errors(
+    rec: JobRecord, result: SimulationResult, kill_at_walltime: bool
+) -> tuple[list[str], tuple[int, int] | None]:
+    """One record's violations, and its (start, end) when it ran on a valid allocation (so its
+    usage counts against capacity)."""
+    job = rec.job
+    if rec.status == "rejected":
+        errors = [] if rec.reason else [f"job {job.id}: rejected without a reason"]
+        if rec.start is not None:
+            errors.append(f"job {job.id}: rejected but started")
+        return errors, None
+    if rec.status not in ("completed", "killed") and not (rec.status == "running" and result.interrupted):
+        return [f"job {job.id}: not accounted for (status {rec.status!r})"], None
+    if rec.start is None or rec.end is None:
+        return [f"job {job.id}: {rec.status} without start/end"], None
+    errors = _timing_errors(rec, rec.start, rec.end, kill_at_walltime)
+    alloc = rec.alloc
+    if alloc.units != job.units or len(alloc.nodes) != len(alloc.counts):
+        return [*errors, f"job {job.id}: {alloc.units} units placed for {job.units}"], None
+    if (len(set(alloc.nodes)) != len(alloc.nodes) or min(alloc.counts, default=1) < 1
+            or not all(0 <= n < result.system.n_nodes for n in alloc.nodes)):
+        return [*errors, f"job {job.id}: invalid allocation {alloc} (a node repeated, empty or unknown)"], None
+    if job.one_per_node and max(alloc.counts, default=1) > 1:
+        errors.append(f"job {job.id}: its units need distinct nodes, got {alloc}")
+    return errors, (rec.start, rec.end)
+
+
+def _timing_errors(rec: JobRecord, start: int, end: int, kill_at_walltime: bool) -> list[str]:
+    """A started record's start against its submission, and its length against its run time (or
+    walltime, when killed there)."""
+    job = rec.job
+    errors: list[str] = []
+    if start < job.submit:
+        errors.append(f"job {job.id}: starts at {start} before its submission at {job.submit}")
+    expected = job.runtime
+    outlived = kill_at_walltime and job.walltime is not None and job.runtime > job.walltime
+    if rec.status == "killed":
+        if not outlived:
+            errors.append(f"job {job.id}: killed but should not be")
+        expected = job.walltime if job.walltime is not None else job.runtime
+    elif outlived:
+        errors.append(f"job {job.id}: outlived its walltime without being killed")
+    if end - start != expected:
+        errors.append(f"job {job.id}: ran {end - start} s, expected {expected} s")
+    return errors
+
+
+def _capacity_errors(result: SimulationResult, events: _UsageEvents, limit: int) -> list[str]:
+    n_types = len(result.system.types)
+    node = np.asarray(events.node, dtype=np.int64)
+    when = np.asarray(events.time, dtype=np.int64)
+    sign = np.asarray(events.sign, dtype=np.int64)
+    amount = np.asarray(events.amount, dtype=np.int64).reshape(-1, n_types) * sign[:, None]
     # per node, in time order, releases before acquisitions at equal times
     order = np.lexsort((sign, when, node))
     node, when, amount = node[order], when[order], amount[order]

@@ -12,7 +12,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,9 +20,8 @@ import numpy as np
 from .. import interrupt
 from ..dispatchers.base import Dispatcher
 from ..errors import CpdispatchError
-from ..job import Job
 from ..predictors.base import Predictor
-from ..snapshot import Allocation, QueuedJob, RunningJob, Snapshot
+from ..snapshot import Snapshot
 from ..system import System
 from .commands import SlurmCommands
 from .failsafe import FailSafe, check_lease_file
@@ -31,21 +29,12 @@ from .figures import RoundFigures, Tally
 from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
-from .placement import LATER, NOT_OFFERED, StartChecker, committed_units
-from .priority import check_priority, slurm_weights
-from .state import (
-    STUCK_REASONS,
-    TAG,
-    Node,
-    SlurmJob,
-    build_system,
-    read_node,
-    up_partitions,
-)
+from .placement import LATER, NOT_OFFERED, StartChecker
+from .priority import check_priority
+from .state import STUCK_REASONS, TAG, Node, SlurmJob, build_system, read_node, up_partitions
 from .status import KEEP_ROUNDS, write_status
 from .upkeep import Upkeep
-
-MAX_REFUSALS = 3  # Slurm refusing a pin this often means a request the driver does not model
+from .view import ClusterView
 
 
 class Driver:
@@ -66,19 +55,16 @@ class Driver:
         check_priority(priority, dispatcher)
         self.priority = priority
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
-        self.why: dict[str, str] = {}  # each job not started: why, this round
         self.poll = 1.0  # seconds between rounds (`run` sets it)
         self.clock, self.log = clock, log
         self.journal = Journal(state_dir / "journal.jsonl", journal_max_bytes)
         self.upkeep = Upkeep(self.failsafe, commands, self.journal)
         self.finished_log = Journal(state_dir / "finished.jsonl")
         self.tally = Tally(shadow)
-        self.predicted: dict[str, int] = {}
+        self.view = ClusterView(dispatcher.name, predictor, default_walltime, priority, self.failsafe, self.journal,
+                                self.say)
         self.released: dict[str, float] = {}  # job -> when this driver released it
-        self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refused_said: set[str] = set()
-        self.refusals: dict[str, int] = {}  # job -> times Slurm refused it where pinned
-        self.refused_pins: set[tuple[str, str]] = set()
         self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
         self.observed: set[tuple[str, int]] = set()  # finished jobs learnt from, among those Slurm shows
@@ -98,6 +84,11 @@ class Driver:
 
     def say(self, text: str) -> None:
         print(text, file=self.log, flush=True)
+
+    @property
+    def unplaceable(self) -> set[str]:
+        """Held jobs found unplaceable (they stay held until fixed by hand)."""
+        return self.view.unplaceable
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -125,18 +116,11 @@ class Driver:
         # what a long-running driver remembers is bounded by what Slurm shows
         self.observed &= {(j.id, j.submit) for j in jobs if j.kind == "finished"}
         live = {j.id for j in jobs if j.kind != "finished"}
-        for per_job in (self.predicted, self.released, self.refusals):
-            for gone in per_job.keys() - live:
-                del per_job[gone]
-        self.unplaceable &= live
-        self.refused_pins = {p for p in self.refused_pins if p[0] in live}
+        self.view.forget(live)
+        for gone in self.released.keys() - live:
+            del self.released[gone]
         self.refused_said &= live
         self.tally.forget(live)
-
-    def _predict(self, job: Job, now: int) -> int:
-        if job.id not in self.predicted:
-            self.predicted[job.id] = max(0, int(self.predictor.predict(job, now)))
-        return self.predicted[job.id]
 
     # -- one round -----------------------------------------------------------------------------
 
@@ -160,12 +144,8 @@ class Driver:
         stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, j.pinned_at))]
         if stuck:  # their capacity stays taken this round: one may have started since the read
             fig.reheld = self._take_back(stuck)
-        for j in jobs:  # Slurm refused a pin: it holds the job itself (BadConstraints) or we did
-            refused = (j.kind == "held" or j in stuck) and any(j.reason.startswith(r) for r in STUCK_REASONS)
-            if refused and j.admin_comment.startswith(TAG) and (j.id, j.admin_comment) not in self.refused_pins:
-                self.refused_pins.add((j.id, j.admin_comment))  # each pin counted once
-                self.refusals[j.id] = self.refusals.get(j.id, 0) + 1
-        snapshot, offered = self._snapshot(now, system, index, nodes, jobs, committed, partitions)
+        self.view.count_refusals(jobs, stuck)
+        snapshot, offered = self.view.snapshot(now, system, index, nodes, jobs, committed, partitions)
         fig.read_s = time.perf_counter() - t0
         fig.queued, fig.running, fig.committed = len(snapshot.queued), len(snapshot.running), len(committed)
         t1 = time.perf_counter()
@@ -203,7 +183,7 @@ class Driver:
             "predictor": self.predictor.name, "shadow": self.shadow,
             "failsafe": {"mode": fs.mode, "seconds": fs.seconds, "file": str(fs.path)} if fs else None,
             "rounds": list(self.recent), "counts": self.tally.counts,
-            "waiting": [{"job": j, "why": w} for j, w in self.why.items() if j not in started],
+            "waiting": [{"job": j, "why": w} for j, w in self.view.why.items() if j not in started],
         })
 
     def _stuck(self, job: SlurmJob, age: float) -> bool:
@@ -224,81 +204,6 @@ class Driver:
         for i in ids:
             self.released.pop(i, None)
         return self.upkeep.take_back(stuck)
-
-    def _snapshot(self, now: int, system: System, index: dict[str, int], nodes: list[Node], jobs: list[SlurmJob],
-                  committed: list[SlurmJob], partitions: dict[str, list[str]]
-                  ) -> tuple[Snapshot, dict[str, SlurmJob]]:
-        """What the simulator would show the dispatcher now. Capacity that Slurm's counters do not
-        yet include (released, not started) is taken off the free amounts and shown as running."""
-        usable = [n for n in nodes if not n.unusable]
-        free = system.capacity - np.array([[n.used.get(t, 0) for t in system.types] for n in usable],
-                                          dtype=np.int64).reshape(system.capacity.shape)
-        running = [r for j in jobs if j.kind == "running" for r in self._running(j, now, system, index)]
-        running += [r for j in committed for r in self._committed(j, now, system, index, free)]
-        np.clip(free, 0, None, out=free)
-        free.setflags(write=False)
-        queued, offered = [], {}
-        self.why = {}
-        for j in sorted((j for j in jobs if j.kind in ("held", "waiting", "blocked")), key=lambda j: (j.submit, j.id)):
-            if j.begin_after > now:  # its user's --begin: offered from then on
-                self.why[j.id] = f"its --begin is {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(j.begin_after))}"
-                continue
-            job = j.job(system.types, self.default_walltime)
-            why = self._never(j, job, system, partitions)
-            self.why[j.id] = why or f"offered to {self.dispatcher.name}, which did not start it"
-            if why:
-                if j.id not in self.unplaceable:
-                    self.unplaceable.add(j.id)
-                    self.say(f"job {j.id} stays held: {why}")
-                    self.journal.write("unplaceable", job=j.id, reason=why)
-                continue
-            queued.append(QueuedJob(job, self._predict(job, now)))
-            offered[j.id] = j
-        if self.priority == "slurm":
-            weights = slurm_weights([offered[q.job.id].priority for q in queued])
-            queued = [replace(q, weight=w) for q, w in zip(queued, weights)]
-        return Snapshot(now, system, tuple(queued), tuple(running), free), offered
-
-    def _running(self, j: SlurmJob, now: int, system: System, index: dict[str, int]) -> list[RunningJob]:
-        """A running job on its usable nodes, as one unit per node holding the most it holds on
-        any of them (conservative for planning)."""
-        on = sorted(index[n] for n in j.nodes if n in index)
-        if not on:
-            return []
-        hull = tuple(max(j.usage.get(system.node_names[i], {}).get(t, 0) for i in on) for t in system.types)
-        job = Job(id=j.id, submit=j.submit, units=len(on), req=hull, walltime=j.time_limit_s,
-                  runtime=j.time_limit_s or self.default_walltime, user=j.user, name=j.name)
-        pred = self._predict(j.job(system.types, self.default_walltime), now)
-        if self.predictor.corrects_running and j.start + pred <= now:
-            pred = self.predicted[j.id] = int(self.predictor.extend(job, now - j.start, pred))
-        return [RunningJob(job, j.start, pred, Allocation(tuple(on), (1,) * len(on)))]
-
-    def _committed(self, j: SlurmJob, now: int, system: System, index: dict[str, int],
-                   free: np.ndarray) -> list[RunningJob]:
-        """A released job not yet started, as running from now on its pinned nodes (taken off
-        `free`: `committed_units`)."""
-        on, counts = committed_units(j, system, index, free)
-        if not on:
-            return []
-        job = j.job(system.types, self.default_walltime)
-        pred = self._predict(job, now)
-        return [RunningJob(replace(job, units=sum(counts)), now, pred, Allocation(tuple(on), tuple(counts)))]
-
-    def _never(self, j: SlurmJob, job: Job, system: System, partitions: dict[str, list[str]]) -> str:
-        """Why a held job cannot be offered to the dispatcher now ("" = it can)."""
-        if j.kind == "blocked":
-            return f"dependency not met ({j.dependency})"
-        if j.priority == 0 and not j.tagged and self.failsafe is not None and self.failsafe.open:
-            return "held by its user (submitted with --hold); only root can release it"
-        if not any(p in partitions for p in j.partition.split(",")):
-            return f"partition {j.partition} is not UP"
-        if self.refusals.get(j.id, 0) >= MAX_REFUSALS:
-            return (f"Slurm refused it {MAX_REFUSALS} times where it was pinned; its request has something this "
-                    "driver does not model (e.g. typed GPUs, --gpus-per-task, --begin): fix or release it by hand")
-        fit = system.max_units(job.req, job.one_per_node)
-        if fit < job.units:
-            return system.unfit_reason(job.units, job.req, fit, job.one_per_node)
-        return ""
 
     def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,
                status: str, partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import InputError
 from ..job import Job, Rejection
@@ -55,6 +56,75 @@ def _int(path: str, line: int, column: str, text: str) -> int:
     return value
 
 
+class _Pod(NamedTuple):
+    """The fields of one pod row that the mapping reads, checked."""
+
+    name: str
+    cpu: int
+    mem: int
+    gpus: int
+    gpu_milli: int
+    gpu_spec: str
+    qos: str
+    phase: str
+    created: int
+    sched: int | None
+    deleted: int | None
+
+
+def _parse_pod(path: str, line: int, row: list[str], width: int, col: dict[str, int]) -> _Pod:
+    """One pod row; the first problem found raises InputError naming its column."""
+    if len(row) != width:
+        raise InputError(path, line, None, f"expected {width} fields, got {len(row)}")
+    get = {c: row[col[c]].strip() for c in POD_COLUMNS}
+    if not get["name"]:
+        raise InputError(path, line, "name", "empty pod name")
+    cpu = _int(path, line, "cpu_milli", get["cpu_milli"])
+    mem = _int(path, line, "memory_mib", get["memory_mib"])
+    gpus = _int(path, line, "num_gpu", get["num_gpu"])
+    gpu_milli = _int(path, line, "gpu_milli", get["gpu_milli"])
+    phase = get["pod_phase"]
+    if phase not in PHASES:
+        raise InputError(path, line, "pod_phase", f"unknown phase {phase!r} (known: {', '.join(PHASES)})")
+    created = _int(path, line, "creation_time", get["creation_time"])
+    sched = _int(path, line, "scheduled_time", get["scheduled_time"]) if get["scheduled_time"] else None
+    deleted = _int(path, line, "deletion_time", get["deletion_time"]) if get["deletion_time"] else None
+    if sched is not None and deleted is None:
+        raise InputError(path, line, "deletion_time", "empty, but the pod was scheduled")
+    if sched is not None and deleted is not None and deleted < sched:
+        raise InputError(path, line, "deletion_time", f"{deleted} is before scheduled_time {sched}")
+    return _Pod(get["name"], cpu, mem, gpus, gpu_milli, get["gpu_spec"], get["qos"], phase, created, sched, deleted)
+
+
+class _Tally:
+    """What the notes report about the pods read: censored run times, fractional GPUs, GPU specs."""
+
+    def __init__(self) -> None:
+        self.fractional = self.with_spec = self.trace_end = 0
+        self.running_ends: list[int] = []  # deletion times of pods still Running (censored run times)
+
+    def count(self, pod: _Pod) -> None:
+        if pod.deleted is not None:
+            self.trace_end = max(self.trace_end, pod.deleted)
+        if pod.gpus == 1 and 0 < pod.gpu_milli < 1000:
+            self.fractional += 1
+        if pod.gpu_spec:
+            self.with_spec += 1
+
+    def notes(self, rejected: list[Rejection]) -> dict[str, object]:
+        return {
+            "format": "alibaba",
+            "censored": len(self.running_ends),
+            "censored_at_trace_end": sum(1 for d in self.running_ends if d == self.trace_end),
+            "censored_rule": "pods still Running when the trace was taken keep deletion - scheduled as run time",
+            "fractional_gpu": self.fractional,
+            "fractional_gpu_rule": "a pod with num_gpu 1 and gpu_milli < 1000 takes one whole GPU",
+            "never_scheduled": sum(1 for r in rejected if r.reason == NEVER_SCHEDULED),
+            "gpu_spec_ignored": self.with_spec,
+            "trace_end": self.trace_end,
+        }
+
+
 def read_alibaba(path: str, system: System, strict: bool = False, limit: int | None = None) -> Workload:
     """Read an Alibaba v2023 pod list onto `system` (see the module docstring)."""
     check_limit(limit)
@@ -68,70 +138,35 @@ def read_alibaba(path: str, system: System, strict: bool = False, limit: int | N
     jobs: list[Job] = []
     rejected: list[Rejection] = []
     skipped: list[InputError] = []
-    fractional = with_spec = 0
-    running_ends: list[int] = []  # deletion times of pods still Running (censored run times)
-    trace_end = 0
+    tally = _Tally()
     zero = tuple(0 for _ in system.types)
     for row in reader:
         line = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         try:
-            if len(row) != len(header):
-                raise InputError(path, line, None, f"expected {len(header)} fields, got {len(row)}")
-            get = {c: row[col[c]].strip() for c in POD_COLUMNS}
-            if not get["name"]:
-                raise InputError(path, line, "name", "empty pod name")
-            cpu = _int(path, line, "cpu_milli", get["cpu_milli"])
-            mem = _int(path, line, "memory_mib", get["memory_mib"])
-            gpus = _int(path, line, "num_gpu", get["num_gpu"])
-            gpu_milli = _int(path, line, "gpu_milli", get["gpu_milli"])
-            phase = get["pod_phase"]
-            if phase not in PHASES:
-                raise InputError(path, line, "pod_phase", f"unknown phase {phase!r} (known: {', '.join(PHASES)})")
-            created = _int(path, line, "creation_time", get["creation_time"])
-            sched = _int(path, line, "scheduled_time", get["scheduled_time"]) if get["scheduled_time"] else None
-            deleted = _int(path, line, "deletion_time", get["deletion_time"]) if get["deletion_time"] else None
-            if sched is not None and deleted is None:
-                raise InputError(path, line, "deletion_time", "empty, but the pod was scheduled")
-            if sched is not None and deleted is not None and deleted < sched:
-                raise InputError(path, line, "deletion_time", f"{deleted} is before scheduled_time {sched}")
+            pod = _parse_pod(path, line, row, len(header), col)
         except InputError as err:
             record_error(err, strict, skipped)
             continue
-        if deleted is not None:
-            trace_end = max(trace_end, deleted)
-        if gpus == 1 and 0 < gpu_milli < 1000:
-            fractional += 1
-        if get["gpu_spec"]:
-            with_spec += 1
-        req = mapper.map({"core": -(-cpu // 1000), "mem": mem, "gpu": gpus})
-        runtime = -1 if sched is None or deleted is None else deleted - sched
+        tally.count(pod)
+        req = mapper.map({"core": -(-pod.cpu // 1000), "mem": pod.mem, "gpu": pod.gpus})
+        runtime = -1 if pod.sched is None or pod.deleted is None else pod.deleted - pod.sched
         job = Job(
-            id=get["name"], submit=created, units=1, req=req if isinstance(req, tuple) else zero,
-            walltime=None, runtime=runtime, user="", name="", queue=get["qos"], line=line,
+            id=pod.name, submit=pod.created, units=1, req=req if isinstance(req, tuple) else zero,
+            walltime=None, runtime=runtime, user="", name="", queue=pod.qos, line=line,
         )
-        if sched is None:
+        if pod.sched is None:
             rejected.append(Rejection(job, NEVER_SCHEDULED))
         elif isinstance(req, str):
             rejected.append(Rejection(job, req))
         else:
             jobs.append(job)
-            if phase == "Running":
-                running_ends.append(deleted or 0)
+            if pod.phase == "Running":
+                tally.running_ends.append(pod.deleted or 0)
         if limit is not None and len(jobs) + len(rejected) >= limit:
             break
-    notes: dict[str, object] = {
-        "format": "alibaba",
-        "censored": len(running_ends),
-        "censored_at_trace_end": sum(1 for d in running_ends if d == trace_end),
-        "censored_rule": "pods still Running when the trace was taken keep deletion - scheduled as run time",
-        "fractional_gpu": fractional,
-        "fractional_gpu_rule": "a pod with num_gpu 1 and gpu_milli < 1000 takes one whole GPU",
-        "never_scheduled": sum(1 for r in rejected if r.reason == NEVER_SCHEDULED),
-        "gpu_spec_ignored": with_spec,
-        "trace_end": trace_end,
-    }
+    notes = tally.notes(rejected)
     sort_by_submit(jobs)
     jobs = fill_default_walltime(jobs, notes)
     return Workload(source=path, jobs=jobs, rejected=rejected, skipped=skipped, notes=notes)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from .base import Workload
 EURORA_TYPES = ("core", "mem", "gpu", "mic")  # the eurora preset's type order
 NODE_CORES, NODE_MEM, NODE_ACC = 16, 16384, 2
 HOUR, DAY = 3600, 86400
+#: The eurora preset's capacity per type (64 nodes; 32 with two GPUs, 32 with two MICs), in
+#: EURORA_TYPES order: what the offered loads are shares of.
+CAPACITY = np.array([64 * NODE_CORES, 64 * NODE_MEM, 32 * NODE_ACC, 32 * NODE_ACC], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,64 @@ def accelerator_shares(
     return out
 
 
+class _Draws(NamedTuple):
+    """Every per-job random draw, made up front in a fixed order: what makes a seed reproducible."""
+
+    habits: np.ndarray  # per user, the taste for asking the queue maximum
+    user_ids: np.ndarray
+    users: np.ndarray
+    klass_of: np.ndarray
+    accel_u: np.ndarray
+    queue_u: np.ndarray
+    variant_u: np.ndarray
+    failed_u: np.ndarray
+    fail_run: np.ndarray
+    noise: np.ndarray
+
+
+def _per_job_draws(rng: np.random.Generator, n_jobs: int) -> _Draws:
+    ranks = np.arange(1, N_USERS + 1, dtype=float)
+    user_p = ranks**-ZIPF_S / (ranks**-ZIPF_S).sum()
+    habits = rng.uniform(0.2, 0.8, size=N_USERS)
+    user_ids = rng.permutation(np.arange(1, N_USERS + 1))
+    users = rng.choice(N_USERS, size=n_jobs, p=user_p)
+    klass_of = rng.choice(len(CLASSES), size=n_jobs, p=[share for share, _, _ in CLASSES.values()])
+    accel_u, queue_u, variant_u, failed_u, fail_run = (rng.random(n_jobs) for _ in range(5))
+    return _Draws(habits, user_ids, users, klass_of, accel_u, queue_u, variant_u, failed_u, fail_run,
+                  rng.standard_normal(n_jobs))
+
+
+def _job_shapes(
+    d: _Draws, app_rng: np.random.Generator, shares: dict[str, tuple[float, float, float]], spec: Mix
+) -> tuple[list[tuple[int, str, _App, int, int]], int]:
+    """Per job (user, queue, application, variant, run time), and the number of applications: a
+    user's application of a (class, accelerator, queue) is drawn when first needed, then reused."""
+    klasses = list(CLASSES)
+    apps: dict[tuple[int, str, str, str], _App] = {}
+    names_used: dict[tuple[int, str], int] = {}
+    shapes: list[tuple[int, str, _App, int, int]] = []
+    for i in range(len(d.users)):
+        user, klass = int(d.users[i]), klasses[d.klass_of[i]]
+        accel = ACCEL_KINDS[_draw(shares[klass], float(d.accel_u[i]))]
+        qtable = CLASSES[klass][1]
+        queue = list(qtable)[_draw(tuple(qtable.values()), float(d.queue_u[i]))]
+        app = apps.get((user, klass, accel, queue))
+        if app is None:
+            app = _make_app(app_rng, klass, accel, queue, float(d.habits[user]), spec)
+            serial = names_used.get((user, app.name), 0) + 1
+            names_used[(user, app.name)] = serial
+            if serial > 1:  # the user's second application with this base name: keep names distinct
+                app = replace(app, name=f"{app.name}{serial}")
+            apps[(user, klass, accel, queue)] = app
+        variant = int(d.variant_u[i] * app.variants)
+        if d.failed_u[i] < FAILED_SHARE:
+            run = 1 + 119 * float(d.fail_run[i])
+        else:
+            run = app.median * app.variant_factor[variant] * math.exp(app.sigma * float(d.noise[i]))
+        shapes.append((user, queue, app, variant, min(app.walltime, int(run))))
+    return shapes, len(apps)
+
+
 def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None, mix: str = "eurora") -> Workload:
     """`n_jobs` synthetic Eurora jobs (ids 1..n in submit order), types core, mem, gpu, mic.
 
@@ -230,50 +292,18 @@ def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None, mix:
     spec = MIXES[mix]
     shares = accelerator_shares(gpu_share, spec.accelerators)
     rng = np.random.default_rng(seed)
-    app_rng = np.random.default_rng([seed, 1])  # application shapes, drawn as first needed
-    ranks = np.arange(1, N_USERS + 1, dtype=float)
-    user_p = ranks**-ZIPF_S / (ranks**-ZIPF_S).sum()
-    habits = rng.uniform(0.2, 0.8, size=N_USERS)  # each user's taste for asking the queue maximum
-    user_ids = rng.permutation(np.arange(1, N_USERS + 1))
-    klasses = list(CLASSES)
-    users = rng.choice(N_USERS, size=n_jobs, p=user_p)
-    klass_of = rng.choice(len(klasses), size=n_jobs, p=[CLASSES[k][0] for k in klasses])
-    accel_u, queue_u, variant_u, failed_u, fail_run = (rng.random(n_jobs) for _ in range(5))
-    noise = rng.standard_normal(n_jobs)
-
-    apps: dict[tuple[int, str, str, str], _App] = {}
-    names_used: dict[tuple[int, str], int] = {}
-    shapes: list[tuple[int, str, _App, int, int]] = []  # (user, queue, app, variant, runtime)
-    for i in range(n_jobs):
-        user, klass = int(users[i]), klasses[klass_of[i]]
-        accel = ACCEL_KINDS[_draw(shares[klass], float(accel_u[i]))]
-        qtable = CLASSES[klass][1]
-        queue = list(qtable)[_draw(tuple(qtable.values()), float(queue_u[i]))]
-        app = apps.get((user, klass, accel, queue))
-        if app is None:
-            app = _make_app(app_rng, klass, accel, queue, float(habits[user]), spec)
-            serial = names_used.get((user, app.name), 0) + 1
-            names_used[(user, app.name)] = serial
-            if serial > 1:  # the user's second application with this base name: keep names distinct
-                app = replace(app, name=f"{app.name}{serial}")
-            apps[(user, klass, accel, queue)] = app
-        variant = int(variant_u[i] * app.variants)
-        if failed_u[i] < FAILED_SHARE:
-            run = 1 + 119 * float(fail_run[i])
-        else:
-            run = app.median * app.variant_factor[variant] * math.exp(app.sigma * float(noise[i]))
-        shapes.append((user, queue, app, variant, min(app.walltime, int(run))))
-
-    caps = np.array([64 * NODE_CORES, 64 * NODE_MEM, 32 * NODE_ACC, 32 * NODE_ACC], dtype=float)
+    draws = _per_job_draws(rng, n_jobs)
+    # application shapes come from their own generator, drawn as first needed
+    shapes, n_apps = _job_shapes(draws, np.random.default_rng([seed, 1]), shares, spec)
     work = np.zeros(len(EURORA_TYPES))
     for _, _, app, _, run in shapes:
         work += np.asarray(app.req, dtype=float) * (app.units * run)
-    span = max(work[0] / (spec.core_load * caps[0]), work[2] / (spec.gpu_load * caps[2]), 1.0)
+    span = max(work[0] / (spec.core_load * CAPACITY[0]), work[2] / (spec.gpu_load * CAPACITY[2]), 1.0)
     submits = _arrivals(rng, n_jobs, n_jobs / span)
     jobs = [
         Job(
             id=str(i + 1), submit=int(submits[i]), units=app.units, req=app.req, walltime=app.walltime,
-            runtime=run, user=f"u{user_ids[user]:03d}", name=f"{app.name}_{variant + 1}", queue=queue,
+            runtime=run, user=f"u{draws.user_ids[user]:03d}", name=f"{app.name}_{variant + 1}", queue=queue,
         )
         for i, (user, queue, app, variant, run) in enumerate(shapes)
     ]
@@ -282,7 +312,7 @@ def generate_eurora(n_jobs: int, seed: int, gpu_share: float | None = None, mix:
         "generator": f"eurora(n_jobs={n_jobs}, seed={seed}"
                      + (f", gpu_share={gpu_share}" if gpu_share is not None else "")
                      + (f", mix={mix!r})" if mix != "eurora" else ")"),
-        "offered_load": {t: round(float(w / (span * c)), 4) for t, w, c in zip(EURORA_TYPES, work, caps)},
-        "applications": len(apps),
+        "offered_load": {t: round(float(w / (span * c)), 4) for t, w, c in zip(EURORA_TYPES, work, CAPACITY)},
+        "applications": n_apps,
     }
     return Workload(source=f"generated:eurora:{n_jobs}:{seed}", jobs=jobs, notes=notes)

@@ -73,6 +73,23 @@ def _row_error(path: str, line: int, row: list[str], width: int, col: dict[str, 
     return InputError(path, line, None, "malformed row")
 
 
+class _Requests:
+    """Request tuples per distinct row of `req_<type>` amounts, mapped onto the system once each
+    (a str instead when the system cannot serve them: the rejection reason)."""
+
+    def __init__(self, system: System, req_names: list[str]) -> None:
+        self.mapper = RequestMapper(system)
+        self.names = req_names
+        self.zero = tuple(0 for _ in system.types)
+        self.cache: dict[tuple[int, ...], tuple[int, ...] | str] = {}
+
+    def get(self, amounts: tuple[int, ...]) -> tuple[int, ...] | str:
+        req = self.cache.get(amounts)
+        if req is None:
+            req = self.cache[amounts] = self.mapper.map(dict(zip(self.names, amounts)))
+        return req
+
+
 def read_native(path: str, system: System, strict: bool = False, limit: int | None = None) -> Workload:
     """Read a native CSV onto `system` (see the module docstring for the mapping rules)."""
     check_limit(limit)
@@ -84,9 +101,8 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
     col = check_header(path, header, NATIVE_COLUMNS)
     req_names = [name[4:] for name in col if name.startswith("req_")]
     req_idx = [col[f"req_{t}"] for t in req_names]
-    mapper = RequestMapper(system)
-    requests: dict[tuple[int, ...], tuple[int, ...] | str] = {}
-    zero = tuple(0 for _ in system.types)
+    requests = _Requests(system, req_names)
+    request, zero = requests.get, requests.zero
     jobs: list[Job] = []
     rejected: list[Rejection] = []
     skipped: list[InputError] = []
@@ -117,9 +133,7 @@ def read_native(path: str, system: System, strict: bool = False, limit: int | No
             except ValueError:
                 record_error(_row_error(path, reader.line_num, row, width, col), strict, skipped)
                 continue
-            req = requests.get(amounts)
-            if req is None:
-                req = requests[amounts] = mapper.map(dict(zip(req_names, amounts)))
+            req = request(amounts)
             job = Job(
                 jid, submit, units, req if isinstance(req, tuple) else zero, walltime, runtime,
                 row[c_user], row[c_name], row[c_queue], reader.line_num,

@@ -100,44 +100,79 @@ def read_swf(
         rule = "kit" if system.name == KIT_SYSTEM else "accasim"
     if rule not in RULES:
         raise ValueError(f"unknown SWF rule {rule!r} (known: {', '.join(RULES)})")
-    kit = rule == "kit"
     check_limit(limit)
     text = read_text(path)
-    types = system.types
-    base = [int(system.swf_processor.get(t, 0)) for t in types]
-    mem_k = types.index("mem") if "mem" in types else -1
-    core_k = types.index("core") if "core" in types else -1
-    if kit and core_k < 0:
-        raise InputError(path, None, None, f"the KIT rule needs a 'core' type; system {system.name} has none")
-    req_cache: dict[tuple[int, int], tuple[int, ...]] = {}
-    unit_cache: dict[int, tuple[int, ...]] = {}  # the default rule's hot path: one processor per unit
+    requests = _Requests(path, system, kit=rule == "kit")
+    jobs, rejected, skipped, header = _read_lines(path, text, requests, strict, limit)
+    notes: dict[str, object] = {"format": "swf", "rule": rule}
+    if header:
+        notes["header"] = header
+    if requests.mem_k < 0 and any(k[1] >= 0 for k in requests.cache):
+        notes["memory_ignored"] = f"the trace has memory requests, but system {system.name} has no 'mem' type"
+    sort_by_submit(jobs)
+    jobs = fill_default_walltime(jobs, notes)
+    return Workload(source=path, jobs=jobs, rejected=rejected, skipped=skipped, notes=notes)
 
-    def request(per_unit_procs: int, mem_kb: int) -> tuple[int, ...]:
+
+class _Requests:
+    """Per-unit request tuples of one read, shared between jobs: one per (processors per unit,
+    memory per processor), built on first use."""
+
+    def __init__(self, path: str, system: System, kit: bool) -> None:
+        types = system.types
+        self.kit = kit
+        self.base = [int(system.swf_processor.get(t, 0)) for t in types]
+        self.mem_k = types.index("mem") if "mem" in types else -1
+        self.core_k = types.index("core") if "core" in types else -1
+        if kit and self.core_k < 0:
+            raise InputError(path, None, None, f"the KIT rule needs a 'core' type; system {system.name} has none")
+        self.cache: dict[tuple[int, int], tuple[int, ...]] = {}
+        self.unit: dict[int, tuple[int, ...]] = {}  # the default rule's hot path: one processor per unit
+
+    def get(self, per_unit_procs: int, mem_kb: int) -> tuple[int, ...]:
         """Per-unit request of `per_unit_procs` processors with `mem_kb` KB each (-1: unknown)."""
         key = (per_unit_procs, mem_kb)
-        req = req_cache.get(key)
+        req = self.cache.get(key)
         if req is None:
-            r = [a * per_unit_procs for a in base] if not kit else list(base)
-            if kit:
-                r[core_k] = per_unit_procs
-            if mem_k >= 0 and mem_kb >= 0:
-                r[mem_k] = -(-mem_kb * per_unit_procs // 1024)
-            req = req_cache[key] = tuple(r)
+            r = [a * per_unit_procs for a in self.base] if not self.kit else list(self.base)
+            if self.kit:
+                r[self.core_k] = per_unit_procs
+            if self.mem_k >= 0 and mem_kb >= 0:
+                r[self.mem_k] = -(-mem_kb * per_unit_procs // 1024)
+            req = self.cache[key] = tuple(r)
             if per_unit_procs == 1:
-                unit_cache[mem_kb] = req
+                self.unit[mem_kb] = req
         return req
 
+    def shape(self, procs: int, partition: int, mem_kb: int) -> tuple[int, tuple[int, ...]]:
+        """(units, per-unit request) off the default rule's path: the KIT rule, or no processor
+        count (0 units, to be rejected)."""
+        if procs <= 0:
+            return 0, self.get(1, mem_kb)
+        units, per = kit_units(procs, partition)
+        return units, self.get(per, mem_kb)
+
+
+def _header_entry(ln: str, header: dict[str, str]) -> None:
+    """A `; Key: value` comment line into `header` (the first value of a key wins)."""
+    if ln[1:].strip() and ":" in ln:
+        key, _, value = ln[1:].partition(":")
+        header.setdefault(key.strip(), value.strip())
+
+
+def _read_lines(
+    path: str, text: str, requests: _Requests, strict: bool, limit: int | None
+) -> tuple[list[Job], list[Rejection], list[InputError], dict[str, str]]:
+    """Jobs, rejections, skipped lines and header; no helper per field: this loop runs once per line."""
     jobs: list[Job] = []
     rejected: list[Rejection] = []
     skipped: list[InputError] = []
     header: dict[str, str] = {}
-    append = jobs.append
+    append, kit, unit_cache, request = jobs.append, requests.kit, requests.unit, requests.get
     with no_gc():
         for lineno, ln in enumerate(text.splitlines(), 1):
             if not ln or ln[0] == ";":
-                if ln[1:].strip() and ":" in ln:
-                    key, _, value = ln[1:].partition(":")
-                    header.setdefault(key.strip(), value.strip())
+                _header_entry(ln, header)
                 continue
             f = ln.split()
             try:
@@ -162,20 +197,16 @@ def read_swf(
                 ):
                     raise ValueError
             except ValueError:
-                if not f or f[0].startswith(";"):
-                    continue
-                record_error(_diagnose(path, lineno, f), strict, skipped)
+                if f and not f[0].startswith(";"):
+                    record_error(_diagnose(path, lineno, f), strict, skipped)
                 continue
             procs = rproc if rproc > 0 else alloc
             mem_kb = rmem if rmem >= 0 else used
             if procs > 0 and not kit:
                 units = procs
                 req = unit_cache.get(mem_kb) or request(1, mem_kb)
-            elif procs > 0:
-                units, per = kit_units(procs, part)
-                req = request(per, mem_kb)
             else:
-                units, req = 0, request(1, mem_kb)
+                units, req = requests.shape(procs, part, mem_kb)
             reason = "" if procs > 0 and run >= 0 else "no processor count" if procs <= 0 else "run time unknown"
             job = Job(
                 f[0], submit, units, req, wall if wall >= 0 else None, run,
@@ -188,11 +219,4 @@ def read_swf(
                 append(job)
             if limit is not None and len(jobs) + len(rejected) >= limit:
                 break
-    notes: dict[str, object] = {"format": "swf", "rule": rule}
-    if header:
-        notes["header"] = header
-    if mem_k < 0 and any(k[1] >= 0 for k in req_cache):
-        notes["memory_ignored"] = f"the trace has memory requests, but system {system.name} has no 'mem' type"
-    sort_by_submit(jobs)
-    jobs = fill_default_walltime(jobs, notes)
-    return Workload(source=path, jobs=jobs, rejected=rejected, skipped=skipped, notes=notes)
+    return jobs, rejected, skipped, header
