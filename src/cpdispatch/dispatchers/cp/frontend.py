@@ -219,6 +219,10 @@ class CpDispatcher(Dispatcher):
     def build(self, instance: Instance) -> BuiltModel:
         """The CP-SAT model of `instance` (jobs in priority order)."""
 
+    def prepare(self, instance: Instance) -> BuiltModel:
+        """`build`, except that the model may post its variables only at `BuiltModel.post`."""
+        return self.build(instance)
+
     @property
     def weighs_jobs(self) -> bool:
         return self.objective_kind != "makespan"
@@ -345,13 +349,13 @@ class CpDispatcher(Dispatcher):
         when nothing uses it (`hint`, `shortcut` and `fallback` off: the papers' set-up)."""
         kind = self.objective_kind
         try:
-            built: BuiltModel | None = self.build(inst)
+            built: BuiltModel | None = self.prepare(inst)
         except ModelTooLarge:  # the model's own size guard: the greedy plan, no solve tried
             built = None
         greedy: Plan | None = None
         if built is None or self.hint or self.shortcut or self.fallback:
             try:
-                greedy = built.greedy_plan() if built is not None else greedy_plan(inst)
+                greedy = built.greedy_plan(until=0) if built is not None else greedy_plan(inst)
             except ValueError:  # a job fits at no time (an inconsistent instance): the solver may cope
                 greedy = None
         g_obj = plan_objective(kind, inst, greedy) if greedy is not None else None
@@ -364,6 +368,7 @@ class CpDispatcher(Dispatcher):
             if not self.fallback:
                 return Outcome(None, "unsolved:too-large", None, None)
             return Outcome(greedy, "greedy:too-large", g_obj, None)
+        built.post()
         if self.search_kind == "fixed":
             built.add_search()
         best, optimal, solved = self.run_policy(built, greedy if self.hint else None)
@@ -480,7 +485,7 @@ class CpDispatcher(Dispatcher):
             self._capped = True
         if cb.plan is None and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             cb.plan = built.extract(solver)
-        return status, None if cb.plan is None else built.complete(cb.plan)
+        return status, None if cb.plan is None else built.complete(cb.plan, until=0)
 
 
 # -- helpers shared with the model modules and tests ----------------------------------------------

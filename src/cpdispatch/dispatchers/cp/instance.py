@@ -93,8 +93,9 @@ class BuiltModel:
     `start_vars` (one start variable per queued job, relative time), and implement `add_hint`
     (map a complete greedy plan onto *every* model variable) and `extract` (read a plan back from
     a solved model; `complete` may add what is derived from it, e.g. pcp20's fluid placements, once
-    for the plan kept rather than at every solution found). `objective_kind` names the objective
-    from `objectives.KINDS`.
+    for the plan kept rather than at every solution found). `until`: the caller needs the nodes of
+    the jobs starting at or before it only (the front end: those starting now); None: every job.
+    `objective_kind` names the objective from `objectives.KINDS`.
     """
 
     def __init__(self, instance: Instance, objective_kind: str) -> None:
@@ -105,7 +106,7 @@ class BuiltModel:
         self.model = cp_model.CpModel()
         self.start_vars: dict[str, cp_model.IntVar] = {}
 
-    def greedy_plan(self) -> Plan:
+    def greedy_plan(self, until: int | None = None) -> Plan:
         """The priority-list plan the solver starts from (`greedy.greedy_plan`); a model may
         compute it faster from what it knows of the instance. Raises ValueError if some job fits
         at no time."""
@@ -113,13 +114,18 @@ class BuiltModel:
 
         return greedy_plan(self.instance)
 
+    def post(self) -> None:
+        """Post the variables and constraints if the builder deferred them (pcp20 does, so that
+        a greedy plan that starts every job now costs no model); the front end calls it before
+        solving."""
+
     def add_hint(self, plan: Plan) -> None:
         raise NotImplementedError
 
     def extract(self, solver: object) -> Plan:
         raise NotImplementedError
 
-    def complete(self, plan: Plan) -> Plan:
+    def complete(self, plan: Plan, until: int | None = None) -> Plan:
         return plan
 
     def add_search(self) -> None:

@@ -71,9 +71,14 @@ class Pcp20Dispatcher(CpDispatcher):
         return self._stage2(snapshot, self.order(snapshot), starts)[1]
 
     def build(self, instance: Instance) -> BuiltModel:
+        built = self.prepare(instance)
+        built.post()
+        return built
+
+    def prepare(self, instance: Instance) -> BuiltModel:
         return Pcp20Model(
             instance, self.objective_kind,
             all_different=self.all_different, implied_cumulative=self.implied_cumulative,
             sparse_domains=self.sparse_domains, fluid=self.reductions, drop_dominated=self.reductions,
-            max_units=self.max_units, max_running_boxes=self.max_running_boxes,
+            max_units=self.max_units, max_running_boxes=self.max_running_boxes, post=False,
         )

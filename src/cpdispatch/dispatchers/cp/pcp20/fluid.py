@@ -16,12 +16,12 @@ import numpy as np
 from ....allocators import waste as allocation_waste
 from ..instance import Instance, Plan
 from .axes import Axes
-from .job_vars import JobVars
+from .job_vars import JobShape
 from .running import RunningUsage
 
 
 def total_plan(
-    jobs: Sequence[JobVars], axes: Axes, run: RunningUsage, fluid_types: frozenset[int]
+    jobs: Sequence[JobShape], axes: Axes, run: RunningUsage, fluid_types: frozenset[int]
 ) -> Plan | None:
     """The priority-list plan on the fluid type's total free amount: each job at the first time
     its units fit in the total over its whole interval (nodes not yet chosen). Only when every
@@ -59,14 +59,15 @@ def total_plan(
 
 
 def fluid_nodes(
-    jobs: Sequence[JobVars], instance: Instance, axes: Axes, run: RunningUsage, fluid_types: frozenset[int],
-    starts: dict[str, int],
+    jobs: Sequence[JobShape], instance: Instance, axes: Axes, run: RunningUsage, fluid_types: frozenset[int],
+    starts: dict[str, int], until: int | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """Nodes of the fluid jobs' units for the given starts: per fluid type, jobs in start order
     (then priority order) take, by best fit, nodes with a free unit at their start, counting the
     running jobs still alive and the jobs placed before them still running. Such a node stays
     free for the whole job (running usage only decreases; later jobs are placed later), and
-    some nodes always suffice when the starts satisfy the type's cumulative."""
+    some nodes always suffice when the starts satisfy the type's cumulative. With `until`, only
+    the jobs starting at or before it (the same nodes: a job's place depends only on earlier ones)."""
     out: dict[str, tuple[int, ...]] = {}
     for t in sorted(fluid_types):
         waste = None  # demand-aware: the other types' free amounts now (what a start now would waste)
@@ -74,7 +75,8 @@ def fluid_nodes(
             w = instance.weights.copy()
             w[t] = 0
             waste = allocation_waste(instance.free, instance.capacity, w)
-        order = sorted((starts[jv.job.id], i, jv.job) for i, jv in enumerate(jobs) if jv.fluid and jv.geo.types[0] == t)
+        order = sorted((starts[jv.job.id], i, jv.job) for i, jv in enumerate(jobs)
+                       if jv.fluid and jv.geo.types[0] == t and (until is None or starts[jv.job.id] <= until))
         _place_type(t, [(s, job.id, job.units, job.duration) for s, _, job in order], axes, run, waste, out)
     return out
 

@@ -28,6 +28,16 @@ from ..instance import CpJob
 from .axes import UnitGeometry, spread
 
 
+@dataclass(frozen=True)
+class JobShape:
+    """A queued job with the geometry of its units, before any variable: what the greedy plan
+    and the fluid placement need. `fluid`: units of 1 on a fluid type (no allocation variables)."""
+
+    job: CpJob
+    geo: UnitGeometry
+    fluid: bool
+
+
 @dataclass
 class JobVars:
     job: CpJob

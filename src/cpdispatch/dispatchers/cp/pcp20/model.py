@@ -39,7 +39,7 @@ from ..instance import BuiltModel, CpJob, Instance, ModelTooLarge, Plan
 from .axes import UnitGeometry, axes_of, spread
 from .fluid import fluid_nodes, total_plan
 from .hints import hint_objective_aux, hint_plan
-from .job_vars import JobVars, break_job_symmetry, post_job
+from .job_vars import JobShape, JobVars, break_job_symmetry, post_job
 from .reductions import Fold, Reductions, reductions_of
 from .resources import Resources
 from .running import running_usage, type_load
@@ -52,7 +52,9 @@ class _Values(Protocol):
 class Pcp20Model(BuiltModel):
     """The PCP'20 model of `instance` (module docstring). `fluid` and `drop_dominated` say which
     exact reductions to compute (`reductions.reductions_of`: `drop_dominated` also folds);
-    everything after reads the `reductions` value."""
+    everything after reads the `reductions` value. The data come first and the variables at
+    `post` (at once unless `post=False`: the front end first asks for the greedy plan, which
+    needs only the data, and often starts every job now)."""
 
     def __init__(
         self,
@@ -66,10 +68,12 @@ class Pcp20Model(BuiltModel):
         sparse_domains: bool = False,
         max_units: int = 0,
         max_running_boxes: int = 0,
+        post: bool = True,
     ) -> None:
         super().__init__(instance, objective_kind)
         self.axes = axes_of(instance.system)
         self.all_different = all_different
+        self.implied_cumulative = implied_cumulative
         self.sparse_domains = sparse_domains
         self.hint_complete = False
         # the data, before any variable: reductions, running usage, unit geometries, load per type
@@ -80,30 +84,38 @@ class Pcp20Model(BuiltModel):
         if max_units > 0:
             _check_size(instance.jobs, red, max_units)
         self.running = running_usage(instance, self.axes, red.folds)
-        geometries = [self._geometry(job) for job in instance.jobs]
-        loads = {t: type_load(t, [g for g in geometries if t in g.types], self.running, self.axes, t in red.fluid)
-                 for t in sorted({t for g in geometries for t in g.types})}
-        self.running_boxes = sum(len(load.boxes) for load in loads.values())
+        self.shapes = [JobShape(job, geo, bool(geo.types) and geo.types[0] in red.fluid)
+                       for job, geo in zip(instance.jobs, map(self._geometry, instance.jobs))]
+        self.loads = {t: type_load(t, [sh.geo for sh in self.shapes if t in sh.geo.types], self.running, self.axes,
+                                   t in red.fluid)
+                      for t in sorted({t for sh in self.shapes for t in sh.geo.types})}
+        self.running_boxes = sum(len(load.boxes) for load in self.loads.values())
         if 0 < max_running_boxes < self.running_boxes:
             raise ModelTooLarge(f"{self.running_boxes} running boxes (max_running_boxes={max_running_boxes})")
-        # the variables of each job, in priority order
-        self.jobs: list[JobVars] = [
-            post_job(self.model, job, geo, instance.horizon, bool(geo.types) and geo.types[0] in red.fluid,
-                     all_different=all_different, sparse_domains=sparse_domains)
-            for job, geo in zip(instance.jobs, geometries)
-        ]
+        self.jobs: list[JobVars] = []
+        self._posted = False
+        if post:
+            self.post()
+
+    def post(self) -> None:
+        """The variables of each job in priority order, one NoOverlap2D and cumulative per
+        requested type, and the objective (once)."""
+        if self._posted:
+            return
+        self._posted = True
+        m, inst = self.model, self.instance
+        self.jobs = [post_job(m, sh.job, sh.geo, inst.horizon, sh.fluid, all_different=self.all_different,
+                              sparse_domains=self.sparse_domains) for sh in self.shapes]
         self.start_vars.update((jv.job.id, jv.start) for jv in self.jobs)
-        break_job_symmetry(self.model, self.jobs, objective_kind)
-        # per requested type, a NoOverlap2D over the units' and the running jobs' boxes, a cumulative
-        resources = Resources(self.model)
-        for t, load in loads.items():
-            resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, implied_cumulative)
+        break_job_symmetry(m, self.jobs, self.objective_kind)
+        resources = Resources(m)
+        for t, load in self.loads.items():
+            resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, self.implied_cumulative)
         self.walls = resources.walls  # see `resources.add_no_overlap_2d`
         self.running_intervals = len(resources.running_x)  # fixed [0, remaining): one constraint each
-        # the objective
-        before = len(self.model.proto.variables)
-        self.model.minimize(objectives.expression(objective_kind, self.model, instance, self.start_vars))
-        self._objective_aux = range(before, len(self.model.proto.variables))
+        before = len(m.proto.variables)
+        m.minimize(objectives.expression(self.objective_kind, m, inst, self.start_vars))
+        self._objective_aux = range(before, len(m.proto.variables))
 
     @property
     def dropped_types(self) -> frozenset[int]:
@@ -160,38 +172,42 @@ class Pcp20Model(BuiltModel):
                 plan.nodes[job.id] = (0,) * job.units
         return plan
 
-    def complete(self, plan: Plan) -> Plan:
-        plan.nodes.update(self.fluid_nodes(plan.starts))
+    def complete(self, plan: Plan, until: int | None = None) -> Plan:
+        plan.nodes.update(self.fluid_nodes(plan.starts, until))
         return plan
 
-    def greedy_plan(self) -> Plan:
+    def greedy_plan(self, until: int | None = None) -> Plan:
         """The 1-D plan on the fluid type's total when every job is fluid on one type and the
         nodes differ in nothing else (`fluid.total_plan`), nodes by `fluid_nodes`; otherwise the
         shared greedy plan, which places every job by the demand-aware best fit over time."""
-        plan = total_plan(self.jobs, self.axes, self.running, self.fluid_types)
+        plan = total_plan(self.shapes, self.axes, self.running, self.fluid_types)
         if plan is None:
-            return super().greedy_plan()
-        plan.nodes.update(self.fluid_nodes(plan.starts))
+            return super().greedy_plan(until)
+        plan.nodes.update(self.fluid_nodes(plan.starts, until))
         return plan
 
-    def fluid_nodes(self, starts: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    def fluid_nodes(self, starts: dict[str, int], until: int | None = None) -> dict[str, tuple[int, ...]]:
         """Nodes of the fluid jobs' units for the given starts (`fluid.fluid_nodes`)."""
-        return fluid_nodes(self.jobs, self.instance, self.axes, self.running, self.fluid_types, starts)
+        return fluid_nodes(self.shapes, self.instance, self.axes, self.running, self.fluid_types, starts, until)
 
     @property
     def solver_parameters(self) -> dict[str, object]:
-        """CP-SAT parameters this model solves best with (for the front end to apply). With
-        boxes: presolve off (slow on NoOverlap2D boxes, and the search proves more without it in
-        a decision's time), no hint-following phase (`hint_conflict_limit` 0: see
-        `resources.add_no_overlap_2d`), and no `Precedences2DPropagator` (it rescans every pair of
-        boxes linked by a linear relation at each propagation, outside the deterministic time,
-        without changing the decisions). The hint still guides the search and bounds the
-        objective. Without boxes (fluid types only), no linear relaxation: it cost solve time
-        without improving the objectives on balance (docs/pcp20-notes.md)."""
+        """CP-SAT parameters this model solves best with (for the front end to apply). Always: no
+        transitive closure of the precedences at load (`transitive_precedences_work_limit` 0):
+        on the chains of `break_job_symmetry` it took most of a small solve, and no propagator
+        of these models reads it (same solutions). With boxes: presolve off (slow on NoOverlap2D
+        boxes, and the search proves more without it in a decision's time), no hint-following
+        phase (`hint_conflict_limit` 0: see `resources.add_no_overlap_2d`), and no
+        `Precedences2DPropagator` (it rescans every pair of boxes linked by a linear relation at
+        each propagation, outside the deterministic time, without changing the decisions). The
+        hint still guides the search and bounds the objective. Without boxes (fluid types only):
+        no linear relaxation (it cost solve time without improving the objectives on balance) and
+        no presolve (it finds nothing to reduce in start variables under cumulatives).
+        Measurements: docs/pcp20-notes.md."""
+        common = {"transitive_precedences_work_limit": 0, "cp_model_presolve": False}
         if not any(jv.positions for jv in self.jobs):
-            return {"linearization_level": 0}
-        return {"cp_model_presolve": False, "hint_conflict_limit": 0,
-                "use_linear3_for_no_overlap_2d_precedences": False}
+            return {**common, "linearization_level": 0}
+        return {**common, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False}
 
     def size(self) -> dict[str, int]:
         """Model size figures for logs and benchmarks."""
