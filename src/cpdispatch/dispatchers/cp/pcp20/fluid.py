@@ -37,24 +37,33 @@ def total_plan(
     cap = axes.capacity[:, t]
     sel = (run.usage[:, t] > 0) & (cap[run.node] > 0)
     rem, use = run.remaining[sel], run.usage[sel, t]
-    times, inverse = np.unique(np.r_[0, rem], return_inverse=True)
+    times, inverse = np.unique(np.concatenate(([0], rem)), return_inverse=True)
     released = np.bincount(inverse[1:], weights=use, minlength=len(times)).astype(np.int64)
-    free = int(cap.sum()) - int(use.sum()) + np.cumsum(released)  # on [times[i], times[i + 1])
+    # segment i is [times[i], times[i + 1]); the arrays have room for each job's end
+    n, room = len(times), len(times) + len(jobs)
+    starts, free = np.empty(room, np.int64), np.empty(room, np.int64)
+    starts[:n] = times
+    free[:n] = int(cap.sum()) - int(use.sum()) + np.cumsum(released)
+    short = np.zeros(room + 1, np.int64)  # short[k]: segments before k with too little room
     plan = Plan()
     for jv in jobs:
         need, d = jv.job.units, max(1, jv.job.duration)
-        ends = np.searchsorted(times, times + d, side="left")
-        short = np.r_[0, np.cumsum(free < need)]
-        ok = np.flatnonzero(short[ends] == short[:-1])
-        if not len(ok):
+        t = starts[:n]
+        ends = np.searchsorted(t, t + d, side="left")
+        np.cumsum(free[:n] < need, out=short[1:n + 1])
+        fits = short[ends] == short[:n]
+        i = int(fits.argmax())
+        if not fits[i]:
             raise ValueError(f"job {jv.job.id} fits at no time, not even once everything has ended")
-        i = int(ok[0])
-        end = int(times[i]) + d
-        j = int(np.searchsorted(times, end))
-        if j == len(times) or times[j] != end:
-            times, free = np.insert(times, j, end), np.insert(free, j, free[j - 1])
+        end = int(t[i]) + d
+        j = int(np.searchsorted(t, end))
+        if j == n or t[j] != end:  # the job's end starts a segment
+            starts[j + 1:n + 1] = starts[j:n].copy()
+            free[j + 1:n + 1] = free[j:n].copy()
+            starts[j], free[j] = end, free[j - 1]
+            n += 1
         free[i:j] -= need
-        plan.starts[jv.job.id] = int(times[i])
+        plan.starts[jv.job.id] = int(starts[i])
     return plan
 
 
