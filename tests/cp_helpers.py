@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import numpy as np
 from ortools.sat.python import cp_model
 
-from cpdispatch.dispatchers.cp.instance import BuiltModel, CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.built import BuiltModel
+from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.system import System
 
 

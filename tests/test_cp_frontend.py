@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from cpdispatch.allocators import best_fit
-from cpdispatch.dispatchers.cp.frontend import CpDispatcher, cp_options, eligible, extract_starts, fast_path
+from cpdispatch.dispatchers.cp.built import BuiltModel, ModelTooLarge
+from cpdispatch.dispatchers.cp.fitting import eligible, extract_starts, fast_path
+from cpdispatch.dispatchers.cp.frontend import CpDispatcher, cp_options
 from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
-from cpdispatch.dispatchers.cp.hcp import Hcp3, HcpModel
-from cpdispatch.dispatchers.cp.instance import BuiltModel, Instance, ModelTooLarge, Plan
+from cpdispatch.dispatchers.cp.hcp import Hcp, Hcp3, HcpModel
+from cpdispatch.dispatchers.cp.instance import Instance, Plan
+from cpdispatch.dispatchers.cp.status import Status, with_suffixes
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
-from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot, Start
+from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
 from cpdispatch.system import NodeGroup, System
 
 from .helpers import on, snapshot
@@ -175,7 +178,7 @@ def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy() -> None:
     d = Broken(q_length=8)
     snap = contended()
     dec = d.decide(snap)
-    assert dec.status == "fallback" and [s.job_id for s in dec.starts] == ["a"]  # greedy's start-0 job
+    assert dec.status == "fallback:no-solution" and [s.job_id for s in dec.starts] == ["a"]  # greedy's start-0 job
     assert d.cur_q_length == 4
     lengths = []
     for _ in range(3):
@@ -207,6 +210,32 @@ def test_a_size_guard_gives_the_greedy_plan_and_keeps_the_queue_length() -> None
     dec = d.decide(contended())
     assert dec.status == "greedy:too-large" and [s.job_id for s in dec.starts] == ["a"]
     assert d.cur_q_length == 4  # no solve was tried: neither halved nor reset
+
+
+def test_each_way_not_to_solve_has_its_own_status() -> None:
+    """`skip_solver`: nothing fits now (empty); over the size guard with `fallback=false`
+    (unsolved:too-large, nothing starts, queue length kept); over it with no greedy plan (none)."""
+
+    class TooLarge(Hcp):
+        def build(self, instance: Instance) -> BuiltModel:
+            raise ModelTooLarge("too many boxes")
+
+    full = (RunningJob(job("r", 0, 2, (2,)), 0, 500, on(0, 1)),)
+    assert Hcp3().decide(snapshot(TWO, [(job("a", 0), 10)], full)) == Decision(status="empty")
+    d = TooLarge(fallback=False)
+    dec = d.decide(contended())
+    assert (dec.status, dec.starts, d.cur_q_length) == ("unsolved:too-large", (), 100)
+    never = snapshot(TWO, [(job("huge", 0, 1, (4,)), 10), (job("b", 1), 10)])  # 4 cores on no node
+    assert TooLarge().decide(never).status == "none"
+
+
+def test_status_prefixes_group_the_reasons() -> None:
+    """`reproduce.causes` counts statuses by prefix: only no-plan ones start with unsolved."""
+    enacts_greedy = {Status.GREEDY_ALL_NOW, Status.TOO_LARGE, Status.NO_SOLUTION, Status.GREEDY_BETTER}
+    assert {s for s in Status if s.split(":")[0] in ("greedy", "fallback")} == enacts_greedy
+    assert {s for s in Status if s.startswith("unsolved")} == {Status.UNSOLVED, Status.TOO_LARGE_UNSOLVED}
+    assert with_suffixes(Status.FEASIBLE, capped=True, dropped=2) == "feasible:capped:dropped=2"
+    assert with_suffixes(Status.FASTPATH) == "fastpath" and type(with_suffixes(Status.OPTIMAL)) is str
 
 
 def test_pcp20_policy_halves_the_planned_count() -> None:
@@ -246,7 +275,7 @@ def test_never_worse_than_greedy() -> None:
     snap = contended()
     dec = Liar().decide(snap)
     inst = Hcp3().instance(snap, Hcp3().select(snap, Hcp3().order(snap)))
-    assert dec.status == "fallback"
+    assert dec.status == "fallback:greedy-better"
     assert dec.objective == plan_objective("slowdown", inst, greedy_plan(inst))
     assert [s.job_id for s in dec.starts] == ["a"]
 
@@ -385,3 +414,28 @@ def test_cp19_time_policy(script: list[tuple[int, int | None]], limits: list[int
     d2.script = script
     d2.decide(snap)  # deterministic limits scale like the wall ones
     assert [dt for _, dt in d2.limits] == [0.5 * x for x in limits] and all(w == 0 for w, _ in d2.limits)
+
+
+class ScriptedPcpBase(Scripted):
+    paper_policy = "pcp-base"
+
+
+@pytest.mark.parametrize(("policy", "script", "limits", "solved"), [
+    # doubling (HCP base): only while no plan, below 150 s
+    ("doubling", [(UNKNOWN, None), (UNKNOWN, None), (FEASIBLE, 5)], [1, 2, 4], True),
+    ("doubling", [(UNKNOWN, None)] * 8, [1, 2, 4, 8, 16, 32, 64, 128], False),
+    # pcp20: the 1-s mark, then 0.5-s extensions while no plan, at most max_retries (4)
+    ("pcp20", [(UNKNOWN, None), (FEASIBLE, 3)], [1, 0.5], True),
+    ("pcp20", [(UNKNOWN, None)] * 5, [1, 0.5, 0.5, 0.5, 0.5], False),
+    # PCP base: 60 s, then 120 s when the best plan starts nothing now (here every plan starts a job)
+    ("pcp-base", [(FEASIBLE, 5)], [60], True),
+    ("pcp-base", [(UNKNOWN, None), (UNKNOWN, None)], [60, 120], False),
+    ("pcp-base", [(INFEASIBLE, None)], [60], False),
+])
+def test_the_other_time_policies(policy: str, script: list[tuple[int, int | None]], limits: list[float],
+                                 solved: bool) -> None:
+    d = ScriptedPcpBase(time_policy="paper") if policy == "pcp-base" else Scripted(time_policy=policy)
+    d.script = script
+    d.decide(contended())
+    assert [w for w, _ in d.limits] == limits
+    assert (d.cur_q_length == d.q_length) == solved

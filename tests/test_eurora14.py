@@ -9,6 +9,7 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers import all_names, make_dispatcher
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.eurora14 import OBJECTIVES, Eurora14, composite_bounds, tolerance_bound
+from cpdispatch.dispatchers.cp.instance import Plan
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
@@ -88,7 +89,7 @@ def test_dispatcher_optimise_respects_the_tolerance(name: str, objective: str) -
     inst = INSTANCES[name]()
     disp = dispatcher(objective=objective, tolerance=0.1, time_policy="paper")
     kinds = OBJECTIVES[objective]
-    out = disp.optimise(inst)
+    out = disp.optimise(disp.ready(inst))
     assert out.plan is not None
     check_plan(inst, out.plan, free_now=False)
     bounds = composite_bounds(kinds, exact_thetas(name, kinds), 0.1)
@@ -108,7 +109,8 @@ def test_contradicting_bounds_drop_the_last_one() -> None:
     inst = INSTANCES["spread"]()
     bounds = composite_bounds(OBJECTIVES["mks-wt-nl"], exact_thetas("spread", OBJECTIVES["mks-wt-nl"]), 0.1)
     assert brute_force(inst, "makespan", free_now=False, bounds=bounds) is None
-    out = dispatcher(objective="mks-wt-nl", time_policy="paper").optimise(inst)
+    disp = dispatcher(objective="mks-wt-nl", time_policy="paper")
+    out = disp.optimise(disp.ready(inst))
     assert out.plan is not None and out.status == "optimal"
     assert objectives.evaluate("tardiness", inst, out.plan.starts) <= bounds["tardiness"]
     assert objectives.evaluate("late_jobs", inst, out.plan.starts) > bounds["late_jobs"]
@@ -123,7 +125,8 @@ def test_composite_trades_the_primary_for_the_constraint() -> None:
     mks = brute_force(inst, "makespan", free_now=False)
     assert wt is not None and nl is not None and mks is not None
     assert objectives.evaluate("late_jobs", inst, wt[1]) > nl[0]
-    out = dispatcher(objective="wt-mks-nl", tolerance=0.0, time_policy="paper").optimise(inst)
+    disp = dispatcher(objective="wt-mks-nl", tolerance=0.0, time_policy="paper")
+    out = disp.optimise(disp.ready(inst))
     assert out.plan is not None and out.objective is not None and out.status == "optimal"
     assert objectives.evaluate("late_jobs", inst, out.plan.starts) == nl[0]
     assert objectives.evaluate("makespan", inst, out.plan.starts) == mks[0]
@@ -205,8 +208,49 @@ def test_queue_cap_keeps_the_oldest_jobs() -> None:
 
 
 def test_all_fit_now_needs_no_model() -> None:
+    """The front end's skip, as for every CP dispatcher: the greedy plan starts every job now."""
     snap = eurora_snapshot()
     small = Snapshot(snap.time, snap.system, snap.queued[2:], snap.running, snap.free)
     decision = dispatcher(fastpath=False).decide(small)
-    assert {s.job_id for s in decision.starts} == {"dbg", "dbg2"} and decision.status == "optimal"
+    assert {s.job_id for s in decision.starts} == {"dbg", "dbg2"} and decision.status == "greedy"
+    assert decision.variables is None  # no model was built
 
+
+
+def test_the_plan_kept_says_where_it_came_from() -> None:
+    """`keep`: the composite's plan on a tie, else the greedy plan (no solution, or better than the
+    composite's), else a pure phase's; none at all; with `fallback=false` the composite's or nothing."""
+    inst, plan = hand_plan()
+    later = Plan(starts={j: s + 5 for j, s in plan.starts.items()}, nodes=plan.nodes)  # a worse makespan
+    disp = dispatcher(objective="makespan")
+    built = disp.model(inst, "makespan")
+
+    def status(final: Plan | None, plans: list[Plan], greedy: Plan | None, fallback: bool = True) -> str:
+        d = disp if fallback else dispatcher(objective="makespan", fallback=False)
+        return d.keep(inst, built, False, final, list(plans), greedy, {}).status
+
+    assert status(later, [later], later) == "feasible"
+    assert status(None, [plan], plan) == "fallback:no-solution"
+    assert status(later, [plan], plan) == "fallback:greedy-better"
+    assert status(later, [later, plan], later) == "phase"
+    assert status(None, [], None) == "none"
+    assert status(None, [plan], plan, fallback=False) == "unsolved"
+    assert status(later, [plan], plan, fallback=False) == "feasible"
+
+
+def test_fast_conflicts_reach_every_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """eurora14's phases have no conflict limit by default (0), and take `fast_conflicts` when given."""
+    seen: list[int] = []
+    real = cp_model.CpSolver.solve
+
+    def spy(self: cp_model.CpSolver, model: cp_model.CpModel, cb: object = None) -> object:
+        seen.append(self.parameters.max_number_of_conflicts)
+        return real(self, model, cb)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", spy)
+    dispatcher(fastpath=False).decide(eurora_snapshot())
+    default = cp_model.CpSolver().parameters.max_number_of_conflicts
+    assert len(seen) >= 3 and set(seen) == {default}  # two pure phases, then the composite (maybe again)
+    seen.clear()
+    dispatcher(fastpath=False, fast_conflicts=50).decide(eurora_snapshot())
+    assert len(seen) >= 3 and set(seen) == {50}

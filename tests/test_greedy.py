@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpdispatch.allocators import best_fit
-from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.greedy import NoStart, greedy_plan, plan_objective
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.system import NodeGroup, System, units_fitting
 
@@ -155,6 +155,21 @@ def test_impossible_job_raises() -> None:
     inst = make_instance(sys_, [CpJob("a", 1, (3,), 1, 0)], [])
     with pytest.raises(ValueError):
         greedy_plan(inst)
+
+
+def test_limits_keep_jobs_on_their_candidate_nodes_within_their_caps() -> None:
+    """PCP'19's restriction: a at most one unit on nodes 0 and 2, b on node 2 only, so b waits
+    for a there although node 1 is free; without limits both start now."""
+    sys_ = System.build("t", [NodeGroup("n", 3, {"core": 2})])
+    inst = make_instance(sys_, [CpJob("a", 2, (1,), 2, 0), CpJob("b", 1, (2,), 1, 0)], [])
+    assert greedy_plan(inst).starts == {"a": 0, "b": 0}
+    limits = {"a": np.array([1, 0, 1]), "b": np.array([0, 0, 1])}
+    plan = greedy_plan(inst, limits=limits)
+    assert plan.starts == {"a": 0, "b": 2}
+    assert sorted(plan.nodes["a"]) == [0, 2] and plan.nodes["b"] == (2,)
+    with pytest.raises(NoStart):
+        greedy_plan(inst, limits=limits, latest=1)
+    assert greedy_plan(inst, inst.jobs[1:], limits=limits).starts == {"b": 0}
 
 
 def test_plan_objective_matches_evaluate() -> None:

@@ -62,3 +62,66 @@ def test_each_model_finds_the_exact_argmin_with_long_jobs(name: str) -> None:
     solver, status = solve(built)
     assert status == cp_model.OPTIMAL
     assert built.extract(solver).starts == best
+
+
+# -- objectives as objects: expression, value and the hint of their helper variables --------------
+
+
+def late_and_tardy() -> Instance:
+    """One core, three jobs of different EWTs and weights, one already waiting past its EWT: every
+    objective has helper variables or per-job terms that differ."""
+    sys_ = System.build("one", [NodeGroup("n", 1, {"core": 1})])
+    jobs = [CpJob("a", 1, (1,), 3, 5, 4, weight=2.0), CpJob("b", 1, (1,), 2, 0, 3),
+            CpJob("c", 1, (1,), 4, 1, 2, weight=0.5)]
+    return make_instance(sys_, jobs, [])
+
+
+@pytest.mark.parametrize("kind", objectives.KINDS)
+def test_an_objective_hints_every_helper_to_its_value_on_the_plan(kind: str) -> None:
+    """Fixed to the hint (starts and the helpers' hint), the model's objective is `value` of the
+    plan: a helper left unhinted, or hinted wrong, makes the fixed model infeasible or off."""
+    inst = late_and_tardy()
+    starts = {"a": 6, "b": 0, "c": 2}
+    m = cp_model.CpModel()
+    start_vars = {j.id: m.new_int_var(0, inst.horizon, f"s_{j.id}") for j in inst.jobs}
+    goal = objectives.objective(kind)
+    expr = goal.post(m, inst, start_vars)
+    m.minimize(expr)
+    for j, var in start_vars.items():
+        m.add_hint(var, starts[j])
+    goal.hint(m, inst, starts)
+    assert len(m.proto.solution_hint.vars) == len(m.proto.variables)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    assert solver.solve(m) == cp_model.OPTIMAL
+    assert solver.value(expr) == goal.value(inst, starts) == objectives.evaluate(kind, inst, starts)
+
+
+def test_an_objective_over_some_jobs_weighs_them_as_in_the_instance() -> None:
+    """Posted over a subset, each job keeps its instance-wide coefficient and only the subset's
+    helpers are posted and hinted."""
+    inst = late_and_tardy()
+    m = cp_model.CpModel()
+    start_vars = {j.id: m.new_int_var(0, inst.horizon, f"s_{j.id}") for j in inst.jobs}
+    goal = objectives.objective("tardiness")
+    expr = goal.post(m, inst, start_vars, inst.jobs[1:])
+    assert [job.id for _, job in goal.helpers] == ["b", "c"]
+    whole = dict(zip((j.id for j in inst.jobs), goal.weights(inst)))
+    m.add(start_vars["b"] == 0)
+    m.add(start_vars["c"] == 5)
+    m.minimize(expr)
+    solver, status = solve_model(m)
+    assert status == cp_model.OPTIMAL
+    assert solver.value(expr) == whole["c"] * (5 + 1 - 2)  # b is on time
+
+
+def solve_model(m: cp_model.CpModel) -> tuple[cp_model.CpSolver, int]:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    return solver, solver.solve(m)
+
+
+def test_unknown_objective_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown objective 'speed'"):
+        objectives.objective("speed")

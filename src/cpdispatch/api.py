@@ -251,6 +251,8 @@ def _result(raw: SimulationResult, workload: Workload, call: dict[str, Any]) -> 
 def catalogue() -> str:
     """What `cpdispatch dispatchers` prints: built-in dispatchers with their options, installed
     plugins (entry points), and the predictors."""
+    from collections import Counter
+
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
     from .dispatchers.builtin import is_cp
@@ -259,17 +261,21 @@ def catalogue() -> str:
     from .predictors import plugins as predictor_plugins
 
     classes = sorted(registry().items())
-    # options every CP dispatcher has with the same default are listed once, after the list
+    # options most CP dispatchers have alike (name, default, help) are listed once, after the list;
+    # each CP dispatcher lists its other options and names the shared ones it does not take
     cp = [cls for name, cls in classes if is_cp(name)]
-    shared = {(o.name, repr(o.default)): o for o in cp[0].options} if cp else {}
-    for cls in cp[1:]:
-        shared = {k: o for k, o in shared.items() if k in {(x.name, repr(x.default)) for x in cls.options}}
+    alike = Counter((o.name, repr(o.default), o.help) for cls in cp for o in cls.options)
+    shared = {(o.name, repr(o.default), o.help): o for cls in sorted(cp, key=lambda c: -len(c.options))
+              for o in cls.options if 2 * alike[(o.name, repr(o.default), o.help)] > len(cp)}
     lines = []
     for name, cls in classes:
         alias = aliases_of(name)
         lines.append(f"{name}{' (= ' + ', '.join(alias) + ')' if alias else ''}: {cls.summary}")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in cls.options
-                  if (o.name, repr(o.default)) not in shared or cls not in cp]
+                  if (o.name, repr(o.default), o.help) not in shared or cls not in cp]
+        lacks = sorted({o.name for o in shared.values()} - {o.name for o in cls.options})
+        if cls in cp and lacks:
+            lines.append(f"    without: {', '.join(lacks)}")
         if cls in cp:
             sets = paper_overrides(name, {o.name: o.default for o in cls.options})
             lines.append("    profile=paper sets " + ", ".join(f"{k}={v!r}" for k, v in sets.items()))
@@ -278,7 +284,8 @@ def catalogue() -> str:
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
     if shared:
-        lines.append("\noptions of every CP dispatcher (same defaults; -o KEY=VALUE):")
+        lines.append("\noptions of the CP dispatchers (unless one lists its own or names it under without; "
+                     "-o KEY=VALUE):")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
         lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(FREE[1:])}")
     lines.append(f"\npredictors: {', '.join([*PREDICTORS, *ALIASES])}")

@@ -249,9 +249,10 @@ class Decision:
     """The jobs to start now, plus what the dispatcher wants recorded about how it decided.
 
     `status` is a short word for decisions.csv (e.g. heuristic, optimal, feasible, fastpath,
-    fallback); solver fields stay None for non-CP dispatchers. `plan` optionally gives the planned
-    start time of other queued jobs (absolute times), for reports and the Slurm adapter. `stage2`
-    says what a second, placement-only stage did (pcp20), if the dispatcher has one.
+    fallback:no-solution; the CP ones in `dispatchers.cp.status`); solver fields stay None for
+    non-CP dispatchers. `plan` optionally gives the planned start time of other queued jobs
+    (absolute times), for reports and the Slurm adapter. `stage2` says what a second,
+    placement-only stage did (pcp20), if the dispatcher has one.
     """
 
     starts: tuple[Start, ...] = ()

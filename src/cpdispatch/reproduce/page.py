@@ -98,8 +98,9 @@ def status_table(res: Results, experiment: str, title: str) -> list[str]:
     lines = ["", f"## How the decisions were taken ({title}, all runs)", "",
              "Share of dispatcher calls by decision status: `optimal`/`feasible` are the model's own "
              "decisions; `unsolved` started nothing (the papers' behaviour when no plan is found in time); "
-             "`fastpath`, `greedy` and `fallback` are our shortcuts; `empty`: nothing fits now; `:capped`: a solve "
-             "stopped by `det_wall_cap`.", "",
+             "`fastpath`, `greedy...` (the greedy plan, no solve) and `fallback...` (the greedy plan, the solver "
+             "found nothing better) are our shortcuts; `none`: no plan at all; `empty`: nothing fits now; "
+             "`:capped`: a solve stopped by `det_wall_cap`.", "",
              "| set-up | calls | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
     for name in sorted(shares):
         c = shares[name]

@@ -5,7 +5,7 @@ jobs, and only the jobs planned at the dispatching time start; the others are re
 next call. Jobs are planned with the durations the dispatcher sees (the prediction: with the
 `walltime` predictor this is the paper's worst-case duration D_i).
 
-*Model (Sect. 3.2).* Job units on nodes with per-node cumulatives: `pcp19.PerNodeModel` over the
+*Model (Sect. 3.2).* Job units on nodes with per-node cumulatives: `per_node.PerNodeModel` over the
 *full* node capacities (the paper's p_i = min(rn_i, min_r floor(cap_kr / rq_ir)) unit intervals
 per node, eq. (6)). The paper's `alternative(tau_i, [v_ijk], rn_i)` (eq. (7)) is the count
 formulation sum_k u_ik = rn_i with optional per-node intervals sharing the job's start, and its
@@ -28,11 +28,12 @@ option `tolerance` is the relative slack delta >= 0 (default 0.1: at most 10 % w
 optimum), so 0 means "no worse than the pure optimum".
 
 Every phase (each pure model, then the composite) gets one solve with the time policy's first
-limit: `time_policy=fast` (default) the `fast_budget` deterministic seconds capped by
-`initial_limit` wall seconds (quick-restart portfolio, as the front end's fast policy), otherwise
-`initial_limit` wall seconds (or `deterministic_time` when set). A composite thus costs up to three
-solves per decision. The paper used CP Optimizer's default search with a time limit and one solve per phase;
-doubling and stop rules of the CP'19 policies do not apply here.
+limits (`policies`): `time_policy=fast` (default) the `fast_budget` deterministic seconds capped by
+`initial_limit` wall seconds (quick-restart portfolio, as the front end's fast policy; no conflict
+limit unless `fast_conflicts` is set), `time_policy=paper` `initial_limit` wall seconds (or
+`deterministic_time` when set). A composite thus costs up to three solves per decision. The paper
+used CP Optimizer's default search with a time limit and one solve per phase; the front end's other
+policies (doubling, stop rules, retries) do not apply here, so their options are not eurora14's.
 
 The bounds of two constrained objectives can contradict each other (each theta is reached by a
 different plan). The paper does not say what happens then; here, when the solver proves the
@@ -42,8 +43,10 @@ again (e.g. `mks-wt-nl` becomes makespan s.t. tardiness only, then pure makespan
 The plan kept is the best of every plan seen (greedy, each phase's plan, the composite's), ranked
 by (number of violated bounds, primary objective): never worse than the greedy plan unless the
 greedy plan breaks a bound. Its status says where it came from: `optimal`/`feasible` (the
-composite), `phase` (a pure phase), `fallback` (the greedy plan). With `fallback=false` (the
-paper's) only the composite's own plan is enacted, and nothing when it has none (`unsolved`).
+composite), `phase` (a pure phase), `fallback:no-solution` or `fallback:greedy-better` (the greedy
+plan). With `fallback=false` (the paper's) only the composite's own plan is enacted, and nothing
+when it has none (`unsolved`). The front end decides the skips before any phase, as for every CP
+dispatcher: a greedy plan that starts every job now is enacted with status `greedy`.
 
 *Bounding the work.* The paper plans every queued job. A model has one count, literal and interval
 per (job, candidate node) pair, so on huge queues the jobs planned are capped at `q_length`
@@ -54,18 +57,20 @@ of work. Raise `q_length` for the paper's unbounded setting.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from ortools.sat.python import cp_model
 
-from ...errors import CpdispatchError
-from ..base import Option, registered
+from ..base import registered
 from . import objectives
-from .frontend import CpDispatcher, Outcome, cp_options
-from .greedy import greedy_plan
-from .instance import BuiltModel, Instance, Plan
-from .pcp19 import LAYOUT, PerNodeModel, check_layout
+from .built import BuiltModel
+from .frontend import CpDispatcher, Outcome, Ready, cp_options
+from .instance import Instance, Plan
+from .options import PerNode, family, option, options_of, with_help
+from .per_node import LAYOUTS, PerNodeModel
+from .status import Status
 
 #: objective option -> (primary, constrained...) objective kinds
 OBJECTIVES: dict[str, tuple[str, ...]] = {
@@ -88,38 +93,52 @@ def composite_bounds(kinds: tuple[str, ...], thetas: dict[str, int], tolerance: 
     return {k: tolerance_bound(thetas[k], tolerance) for k in kinds[1:] if k in thetas}
 
 
+def _value(inst: Instance, kind: str, plan: Plan) -> int:
+    return objectives.evaluate(kind, inst, plan.starts)
+
+
 def _rank(inst: Instance, primary: str, bounds: dict[str, int], plan: Plan) -> tuple[int, int]:
     """(bounds violated, primary value): how plans compare."""
-    violated = sum(objectives.evaluate(k, inst, plan.starts) > b for k, b in bounds.items())
-    return violated, objectives.evaluate(primary, inst, plan.starts)
+    violated = sum(_value(inst, k, plan) > b for k, b in bounds.items())
+    return violated, _value(inst, primary, plan)
+
+
+@family
+class EuroraOptions:
+    """The 2014 dispatcher's own: which objective, and the composites' slack."""
+
+    objective: str = option("mks-wt-nl", "makespan | tardiness | late_jobs | mks-wt-nl | wt-mks-nl | nl-mks-wt")
+    tolerance: float = option(0.1, "composites: constrained objectives <= (1 + tolerance) x their pure optimum")
 
 
 @registered()
-class Eurora14(CpDispatcher):
+class Eurora14(CpDispatcher, EuroraOptions, PerNode):
     name = "eurora14"
     summary = "Eurora'14: rolling-horizon job units on nodes, makespan/tardiness/late jobs and composites"
     selection = "queue"
     objective_kind = "makespan"
     paper_search = "portfolio"  # CP Optimizer's default search (Sect. 4)
-    options = cp_options(q_length=100, clamp=True, priority="ewt", ewt="eurora") + (
-        Option("objective", "mks-wt-nl", "makespan | tardiness | late_jobs | mks-wt-nl | wt-mks-nl | nl-mks-wt"),
-        Option("tolerance", 0.1, "composites: constrained objectives <= (1 + tolerance) x their pure optimum"),
-        Option("redundant", True, "add the per-type total cumulative (implied) to the per-node model"),
-        LAYOUT,
-    )
-    objective: str
-    tolerance: float
-    redundant: bool
-    layout: str
+    time_policies = ("fast", "paper")
+    paper_policy = "one-solve"
+    options = with_help(
+        cp_options(fit_now=False, policies=("fast", "one-solve"), q_length=100, clamp=True, priority="ewt",
+                   ewt="eurora", fast_conflicts=0),
+        time_policy="fast | paper: one solve per phase, of the fast policy's budget or of initial_limit seconds",
+    ) + options_of(EuroraOptions) + options_of(PerNode, without=("free_now",))
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
-        if self.objective not in OBJECTIVES:
-            raise CpdispatchError(f"dispatcher {self.name}: objective must be one of {', '.join(OBJECTIVES)}")
-        check_layout(self.name, self.layout)
-        if not self.tolerance >= 0:
-            raise CpdispatchError(f"dispatcher {self.name}: tolerance must be >= 0")
         self.kinds = OBJECTIVES[self.objective]
+
+    def check(self, v: Mapping[str, Any]) -> str | None:
+        problem = super().check(v)
+        if problem:
+            return problem
+        if v["objective"] not in OBJECTIVES:
+            return f"objective must be one of {', '.join(OBJECTIVES)}"
+        if v["layout"] not in LAYOUTS:
+            return f"layout must be one of {', '.join(LAYOUTS)}"
+        return None if v["tolerance"] >= 0 else "tolerance must be >= 0"
 
     @property
     def weighs_jobs(self) -> bool:
@@ -128,68 +147,69 @@ class Eurora14(CpDispatcher):
     def build(self, instance: Instance) -> BuiltModel:
         return self.model(instance, self.kinds[0])
 
+    def prepare(self, instance: Instance) -> None:
+        """None: `optimise` builds one model per phase."""
+        return None
+
     def model(self, instance: Instance, kind: str, bounds: dict[str, int] | None = None) -> PerNodeModel:
         return PerNodeModel(instance, kind, free_now=False, redundant=self.redundant, bounds=bounds, layout=self.layout)
 
-    def phase_limits(self) -> tuple[float, float]:
-        """(wall, deterministic) limits of one phase's solve."""
-        return self.fast_limits() if self.policy == "fast" else self.solve_limits(self.initial_limit)
+    def plan_value(self, inst: Instance, plan: Plan) -> int:
+        return _value(inst, self.kinds[0], plan)
 
-    def optimise(self, inst: Instance) -> Outcome:
+    def optimise(self, ready: Ready) -> Outcome:
         """Pure phases for the constrained objectives (their theta), then the primary objective
-        under the bounds; the best plan seen by (violated bounds, primary value). Exceptions other
-        than an inconsistent instance in the greedy plan propagate (they are bugs)."""
-        primary = self.kinds[0]
-
-        def value(kind: str, plan: Plan) -> int:
-            return objectives.evaluate(kind, inst, plan.starts)
-
-        greedy: Plan | None = None
-        if self.hint or self.shortcut or self.fallback:
-            try:
-                greedy = greedy_plan(inst)
-            except ValueError:
-                greedy = None
-        if self.shortcut and greedy is not None and not any(greedy.starts.values()):  # optimal for all
-            return Outcome(greedy, "optimal", value(primary, greedy), True)
+        under the bounds, each one solve of the time policy's first limits; the best plan seen by
+        (violated bounds, primary value)."""
+        inst, greedy = ready.inst, ready.greedy
         # the plans a hint and a theta come from; with `fallback`, also the plan enacted
         plans: list[Plan] = [greedy] if greedy is not None else []
-        wall, dtime = self.phase_limits()
-        quick = self.policy == "fast"  # the front end's fast policy: quick-restart portfolio
         thetas: dict[str, int] = {}
-        bounds: dict[str, int] = {}
-        built: PerNodeModel | None = None
-        final: Plan | None = None
-        optimal = False
         for kind in self.kinds[1:]:
-            pure = self.model(inst, kind)
-            hint = min(plans, key=partial(value, kind)) if plans and self.hint else None
-            _, plan = self.solve_once(pure, hint, wall, dtime, quick=quick)
+            hint = min(plans, key=partial(_value, inst, kind)) if plans and self.hint else None
+            _, plan = self.solve_once(self.model(inst, kind), hint, *self.timing.first_solve())
             if plan is not None:
                 plans.append(plan)
             if plans:
-                thetas[kind] = min(value(kind, p) for p in plans)
-        bounds = composite_bounds(self.kinds, thetas, self.tolerance)
+                thetas[kind] = min(_value(inst, kind, p) for p in plans)
+        built, status, final, bounds = self.composite(inst, plans, composite_bounds(self.kinds, thetas, self.tolerance))
+        return self.keep(inst, built, status == cp_model.OPTIMAL, final, plans, greedy, bounds)
+
+    def composite(
+        self, inst: Instance, plans: list[Plan], bounds: dict[str, int]
+    ) -> tuple[PerNodeModel, Any, Plan | None, dict[str, int]]:
+        """The primary objective under `bounds`, dropping the last bound while the solver proves
+        them contradictory: (model, status, plan, bounds kept)."""
+        primary = self.kinds[0]
         while True:
             built = self.model(inst, primary, bounds)
             hint = min(plans, key=partial(_rank, inst, primary, bounds)) if plans and self.hint else None
-            status, final = self.solve_once(built, hint, wall, dtime, quick=quick)
+            status, final = self.solve_once(built, hint, *self.timing.first_solve())
             if status != cp_model.INFEASIBLE or not bounds:
-                break
+                return built, status, final, bounds
             bounds.pop(next(reversed(bounds)))  # proven infeasible: drop the last bound
-        optimal = status == cp_model.OPTIMAL
-        if not self.fallback:  # the paper's: the composite's own plan, or nothing
+
+    def keep(
+        self, inst: Instance, built: PerNodeModel, optimal: bool, final: Plan | None, plans: list[Plan],
+        greedy: Plan | None, bounds: dict[str, int],
+    ) -> Outcome:
+        """The plan enacted: with `fallback=false` (the paper's) the composite's own or nothing,
+        else the best of every plan seen, the composite's on a tie."""
+        solved_status = Status.OPTIMAL if optimal else Status.FEASIBLE
+        primary = self.kinds[0]
+        if not self.fallback:
             if final is None:
-                return Outcome(None, "unsolved", None, False, built)
-            return Outcome(final, "optimal" if optimal else "feasible", value(primary, final), True, built)
+                return Outcome(None, Status.UNSOLVED, None, False, built, inst)
+            return Outcome(final, solved_status, _value(inst, primary, final), True, built, inst)
         if final is not None:
             plans.append(final)
         if not plans:
-            return Outcome(None, "fallback", None, False, built)
+            return Outcome(None, Status.NO_PLAN, None, False, built, inst)
         best = min(plans, key=partial(_rank, inst, primary, bounds))
-        if final is not None and value(primary, best) == value(primary, final):
-            status_text = "optimal" if optimal else "feasible"
-            best = final
+        if final is not None and _value(inst, primary, best) == _value(inst, primary, final):
+            status, best = solved_status, final
+        elif best is greedy:
+            status = Status.NO_SOLUTION if final is None else Status.GREEDY_BETTER
         else:
-            status_text = "fallback" if best is greedy else "phase"  # greedy, or a pure phase's plan
-        return Outcome(best, status_text, value(primary, best), final is not None, built)
+            status = Status.PHASE
+        return Outcome(best, status, _value(inst, primary, best), final is not None, built, inst)

@@ -5,7 +5,8 @@ Jobs are taken in priority order; each starts at its earliest feasible time give
 jobs (released at their remaining time) and the jobs already planned, on nodes chosen by best fit
 (demand-aware when the instance has weights) over the amounts free during its whole interval
 [s, s + d). The result is valid for the per-node PCP models (no node and type is ever over
-capacity) and therefore also for HCP's totals.
+capacity) and therefore also for HCP's totals. Per-node limits (`greedy_plan(limits=...)`) give
+the plan of PCP'19's model, whose jobs may only use their candidate nodes, up to a cap each.
 
 Why a segment profile: the free amounts only change at a running job's release or a planned
 job's start or end, so the future is a list of segments with one (nodes x types) array each.
@@ -189,33 +190,67 @@ def profile_kinds(instance: Instance, jobs: Sequence[CpJob]) -> list[int]:
             if any(j.req[k] > 0 for j in jobs) or (w is not None and w[k] > 0)]
 
 
-def greedy_plan(instance: Instance) -> Plan:
-    """Schedule `instance.jobs` in their (priority) order, each at its earliest feasible start.
+class NoStart(ValueError):
+    """A job fits at no time (an inconsistent instance), or at none by the latest start allowed."""
 
-    A job occupies at least one time unit even if its duration is 0 (clamp off), so what is
-    planned at 0 really fits now. Raises ValueError if a job cannot fit even once everything has
-    ended (an inconsistent instance).
+
+def greedy_plan(
+    instance: Instance, jobs: Sequence[CpJob] | None = None, *,
+    limits: Mapping[str, np.ndarray] | None = None, latest: int | None = None,
+) -> Plan:
+    """Schedule `jobs` (default: `instance.jobs`) in their (priority) order, each at its earliest
+    feasible start.
+
+    `limits` restricts where each job may go: per job id, the most units each node may take (0:
+    not a candidate), as PCP'19's model restricts its candidate nodes; `latest` is the last start
+    allowed. A job occupies at least one time unit even if its duration is 0 (clamp off), so what
+    is planned at 0 really fits now. Raises `NoStart` if a job fits at no time (by `latest`).
     """
-    kinds = profile_kinds(instance, instance.jobs)
+    jobs = instance.jobs if jobs is None else tuple(jobs)
+    kinds = profile_kinds(instance, jobs)
     weights = None if instance.weights is None else instance.weights[kinds]
     prof = _Profile(instance, kinds)
     plan = Plan()
-    for job in instance.jobs:
+    for job in jobs:
         req = tuple(job.req[k] for k in kinds)
-        d = max(1, job.duration)
-        for i, cand, low in prof.windows(req, job.units, d, job.one_per_node):
-            picked = best_fit(low.copy(), prof.capacity[cand], req, job.units, weights, job.one_per_node)
-            if picked is None:  # cannot happen: `windows` checked the unit count
-                continue
-            nodes = tuple(cand[list(picked)].tolist()) if picked else ()
-            start = prof.times[i]
-            prof.occupy(start, d, nodes, req)
-            plan.starts[job.id] = start
-            plan.nodes[job.id] = nodes
-            break
-        else:
-            raise ValueError(f"job {job.id} fits at no time, not even once everything has ended")
+        limit = None if limits is None else limits[job.id]
+        start, nodes = _first_fit(prof, job, req, weights, limit, latest)
+        prof.occupy(start, max(1, job.duration), nodes, req)
+        plan.starts[job.id] = start
+        plan.nodes[job.id] = nodes
     return plan
+
+
+def _first_fit(
+    prof: _Profile, job: CpJob, req: tuple[int, ...], weights: np.ndarray | None, limit: np.ndarray | None,
+    latest: int | None,
+) -> tuple[int, tuple[int, ...]]:
+    """The earliest start of `job` and its nodes by best fit (within `limit` units per node)."""
+    for i, cand, low in prof.windows(req, job.units, max(1, job.duration), job.one_per_node):
+        start = prof.times[i]
+        if latest is not None and start > latest:
+            break
+        if limit is None:
+            low = low.copy()
+        else:
+            cand, low = _within(cand, low, limit[cand], req)
+        picked = best_fit(low, prof.capacity[cand], req, job.units, weights, job.one_per_node)
+        if picked is not None:  # None only with limits: `windows` checked the unit count
+            return start, tuple(cand[list(picked)].tolist()) if picked else ()
+    if latest is not None:
+        raise NoStart(f"job {job.id} fits at no time up to {latest}")
+    raise NoStart(f"job {job.id} fits at no time, not even once everything has ended")
+
+
+def _within(
+    cand: np.ndarray, low: np.ndarray, allowed: np.ndarray, req: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate nodes allowed at least one unit, their free amounts capped so that best fit
+    puts at most `allowed` units on each."""
+    keep = allowed > 0
+    vec = np.asarray(req, dtype=np.int64)
+    capped = np.where(vec > 0, np.minimum(low[keep], allowed[keep][:, None] * vec), low[keep])
+    return cand[keep], capped
 
 
 def plan_objective(kind: str, instance: Instance, starts: Mapping[str, int] | Plan) -> int:

@@ -18,9 +18,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from ..base import registered
+from .built import BuiltModel
 from .frontend import CpDispatcher, cp_options
-from .instance import BuiltModel, Instance, Plan
-from .objectives import expression
+from .instance import Instance, Plan
+from .objectives import objective
 
 
 class HcpModel(BuiltModel):
@@ -54,7 +55,7 @@ class HcpModel(BuiltModel):
         for k in kinds:
             pairs = [(iv, d) for iv, d in zip(intervals, demands[k]) if d > 0]
             m.add_cumulative([iv for iv, _ in pairs], [d for _, d in pairs], totals[k])
-        m.minimize(expression(objective_kind, m, instance, self.start_vars))
+        m.minimize(objective(objective_kind).post(m, instance, self.start_vars))
 
     def add_hint(self, plan: Plan) -> None:
         h = self.instance.horizon
@@ -89,7 +90,7 @@ class Hcp(_Hcp):
     selection = "queue"
     postpone_rest = True
     paper_policy = "doubling"
-    options = cp_options(clamp=False, priority="ewt", ewt="default=1800")
+    options = cp_options(fit_now=False, clamp=False, priority="ewt", ewt="default=1800")
 
 
 @registered()

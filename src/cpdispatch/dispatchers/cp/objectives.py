@@ -1,6 +1,7 @@
 """The papers' objectives as integer linear expressions over start variables (CP-SAT needs
 integer coefficients), and the same objectives evaluated on a plan (for the greedy, tests and
-the never-worse-than-greedy guarantee).
+the never-worse-than-greedy guarantee). Each is an `Objective` (`objective(kind)`) that posts its
+expression and helper variables, evaluates a plan and hints its helpers from a plan's starts.
 
 Scaling: the papers' slowdown sum_j (w_j + s_j + d_j) / d_j is minimised as sum_j c_j * s_j with
 c_j proportional to 1 / d_j; the constant part does not change the argmin. The weights are exact
@@ -94,59 +95,183 @@ def late_weights(instance: Instance) -> tuple[int, ...]:
     return tuple(max(1, round(LATE_SCALE * f)) for f in factors)
 
 
-def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
-    """The objective value (as the model computes it) of start times `starts` (relative)."""
-    jobs = instance.jobs
-    if kind == "slowdown":
-        return sum(c * starts[j.id] for c, j in zip(slowdown_weights(instance), jobs))
-    if kind == "tardiness":
-        return sum(c * max(0, starts[j.id] + j.wait - j.ewt) for c, j in zip(ewt_weights(instance), jobs))
-    if kind == "ewt_wait":
-        return sum(c * starts[j.id] for c, j in zip(ewt_weights(instance), jobs))
-    if kind == "makespan":
-        ends = [starts[j.id] + j.duration for j in jobs] + [r.remaining for r in instance.running]
-        return max(ends, default=0)
-    if kind == "late_jobs":
-        return sum(c for c, j in zip(late_weights(instance), jobs) if starts[j.id] + j.wait > j.ewt)
-    raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
+class Objective:
+    """One objective: its expression over a model's start variables (with whatever helper
+    variables it needs), its value on a plan, and the hint of those helpers from a plan's starts.
+
+    An object serves one model: `post` remembers the jobs and helper variables it posted, and
+    `hint` hints those (helpers are named, e.g. ``tard_<id>``, for reading a model; nothing reads
+    the names back)."""
+
+    kind = ""
+
+    def __init__(self) -> None:
+        self.jobs: tuple[CpJob, ...] = ()
+        self.helpers: list[tuple[cp_model.IntVar, CpJob]] = []
+
+    def weights(self, instance: Instance) -> tuple[int, ...]:
+        """Each job's integer coefficient (in `instance.jobs` order)."""
+        raise NotImplementedError
+
+    def post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar],
+        jobs: Sequence[CpJob] | None = None,
+    ) -> cp_model.LinearExprT:
+        """Post the helper variables and return the expression to minimise over `jobs` (default:
+        the instance's), weighted as in the whole instance so that bounds computed by `value` on
+        the instance keep their scale."""
+        self.jobs = instance.jobs if jobs is None else tuple(jobs)
+        self.helpers = []
+        return self._post(model, instance, start_vars)
+
+    def _post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    ) -> cp_model.LinearExprT:
+        raise NotImplementedError
+
+    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+        """The value (as the model computes it) of start times `starts` (relative) of every job."""
+        raise NotImplementedError
+
+    def hint(self, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
+        """Hint the helper variables of `post` from `starts` (a start for each posted job)."""
+        for var, job in self.helpers:
+            model.add_hint(var, self._helper_value(job, starts[job.id]))
+
+    def _helper_value(self, job: CpJob, start: int) -> int:
+        raise NotImplementedError
+
+    def _coefficients(self, instance: Instance) -> list[int]:
+        of = dict(zip((j.id for j in instance.jobs), self.weights(instance)))
+        return [of[j.id] for j in self.jobs]
 
 
-def expression(
-    kind: str, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar],
-    jobs: Sequence[CpJob] | None = None,
-) -> cp_model.LinearExprT:
-    """Post whatever auxiliary variables `kind` needs and return the expression to minimise, over
-    `jobs` (default: all the instance's jobs) weighted as in the whole instance, so that bounds
-    computed by `evaluate` on the instance keep their scale."""
-    h = instance.horizon
-    if kind in ("slowdown", "ewt_wait", "tardiness", "late_jobs"):
-        weights = {"slowdown": slowdown_weights, "late_jobs": late_weights}.get(kind, ewt_weights)(instance)
-        of = dict(zip((j.id for j in instance.jobs), weights))
-    jobs = instance.jobs if jobs is None else jobs
-    if kind in ("slowdown", "ewt_wait"):
-        return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in jobs], [of[j.id] for j in jobs])
-    if kind == "tardiness":
-        terms = []
-        for j in jobs:
-            t = model.new_int_var(0, max(0, h + j.wait), f"tard_{j.id}")
+class _WeightedStarts(Objective):
+    """sum_j c_j * s_j: no helper variable."""
+
+    def _post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    ) -> cp_model.LinearExprT:
+        return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in self.jobs], self._coefficients(instance))
+
+    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+        return sum(c * starts[j.id] for c, j in zip(self.weights(instance), instance.jobs))
+
+
+class Slowdown(_WeightedStarts):
+    """PCP3/HCP3/PCP'20: the total slowdown, up to a constant."""
+
+    kind = "slowdown"
+
+    def weights(self, instance: Instance) -> tuple[int, ...]:
+        return slowdown_weights(instance)
+
+
+class EwtWait(_WeightedStarts):
+    """HCP1/HCP2: the waiting weighted by 1 / ewt."""
+
+    kind = "ewt_wait"
+
+    def weights(self, instance: Instance) -> tuple[int, ...]:
+        return ewt_weights(instance)
+
+
+class Tardiness(Objective):
+    """PCP/PCP1/PCP2: sum_j c_j * max(0, s_j + w_j - ewt_j), one helper t_j >= s_j + w_j - ewt_j each."""
+
+    kind = "tardiness"
+
+    def weights(self, instance: Instance) -> tuple[int, ...]:
+        return ewt_weights(instance)
+
+    def _post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    ) -> cp_model.LinearExprT:
+        for j in self.jobs:
+            t = model.new_int_var(0, max(0, instance.horizon + j.wait), f"tard_{j.id}")
             model.add(t >= start_vars[j.id] + j.wait - j.ewt)
-            terms.append(t)
-        return cp_model.LinearExpr.weighted_sum(terms, [of[j.id] for j in jobs])
-    if kind == "makespan":
-        lower = max((r.remaining for r in instance.running), default=0)
-        mk = model.new_int_var(lower, h + max((j.duration for j in jobs), default=0), "makespan")
-        for j in jobs:
-            model.add(mk >= start_vars[j.id] + j.duration)
-        return mk
-    if kind == "late_jobs":
-        lates = []
-        for j in jobs:
+            self.helpers.append((t, j))
+        return cp_model.LinearExpr.weighted_sum([t for t, _ in self.helpers], self._coefficients(instance))
+
+    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+        return sum(c * self._helper_value(j, starts[j.id]) for c, j in zip(self.weights(instance), instance.jobs))
+
+    def _helper_value(self, job: CpJob, start: int) -> int:
+        return max(0, start + job.wait - job.ewt)
+
+
+class LateJobs(Objective):
+    """Eurora'14: the (weighted) number of jobs that start after their EWT, one literal each."""
+
+    kind = "late_jobs"
+
+    def weights(self, instance: Instance) -> tuple[int, ...]:
+        return late_weights(instance)
+
+    def _post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    ) -> cp_model.LinearExprT:
+        for j in self.jobs:
             late = model.new_bool_var(f"late_{j.id}")
             # late <=> s + w > ewt; only the direction that the minimisation needs is posted
             model.add(start_vars[j.id] + j.wait <= j.ewt).only_enforce_if(~late)
-            lates.append(late)
-        coefs = [of[j.id] for j in jobs]
+            self.helpers.append((late, j))
+        lates = [late for late, _ in self.helpers]
+        coefs = self._coefficients(instance)
         if all(c == 1 for c in coefs):
             return cp_model.LinearExpr.sum(lates)
         return cp_model.LinearExpr.weighted_sum(lates, coefs)
-    raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
+
+    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+        return sum(c for c, j in zip(self.weights(instance), instance.jobs) if self._helper_value(j, starts[j.id]))
+
+    def _helper_value(self, job: CpJob, start: int) -> int:
+        return int(start + job.wait > job.ewt)
+
+
+class Makespan(Objective):
+    """Eurora'14: the last end, running jobs included; one helper, no per-job weight."""
+
+    kind = "makespan"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.var: cp_model.IntVar | None = None
+
+    def _post(
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+    ) -> cp_model.LinearExprT:
+        lower = max((r.remaining for r in instance.running), default=0)
+        upper = instance.horizon + max((j.duration for j in self.jobs), default=0)
+        self.var = mk = model.new_int_var(lower, upper, "makespan")
+        for j in self.jobs:
+            model.add(mk >= start_vars[j.id] + j.duration)
+        return mk
+
+    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+        return _last_end(instance.jobs, instance, starts)
+
+    def hint(self, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
+        if self.var is not None:
+            model.add_hint(self.var, _last_end(self.jobs, instance, starts))
+
+
+def _last_end(jobs: Sequence[CpJob], instance: Instance, starts: Mapping[str, int]) -> int:
+    ends = [starts[j.id] + j.duration for j in jobs] + [r.remaining for r in instance.running]
+    return max(ends, default=0)
+
+
+_OBJECTIVES: dict[str, type[Objective]] = {c.kind: c for c in (Slowdown, Tardiness, EwtWait, Makespan, LateJobs)}
+
+
+def objective(kind: str) -> Objective:
+    """A new objective `kind` (one of `KINDS`), to post into one model."""
+    cls = _OBJECTIVES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
+    return cls()
+
+
+def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
+    """The objective value (as the model computes it) of start times `starts` (relative)."""
+    return objective(kind).value(instance, starts)

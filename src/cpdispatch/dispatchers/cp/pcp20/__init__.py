@@ -9,7 +9,7 @@ jobs starting now go) and `dispatcher` (registered as ``pcp20`` when this packag
 Measurement history: docs/pcp20-notes.md.
 """
 
-from ..instance import ModelTooLarge
+from ..built import ModelTooLarge
 from .axes import Axes, axes_of, spread
 from .dispatcher import Pcp20Dispatcher
 from .model import Pcp20Model

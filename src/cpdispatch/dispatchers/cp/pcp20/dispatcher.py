@@ -7,15 +7,35 @@ from typing import Any
 
 from ....errors import CpdispatchError
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
-from ...base import Option, registered
+from ...base import registered
+from ..built import BuiltModel
 from ..frontend import CpDispatcher, cp_options
-from ..instance import BuiltModel, Instance
+from ..instance import Instance
+from ..options import family, option, options_of
 from .model import Pcp20Model
 from .second_stage import SecondStage
 
 
+@family
+class Pcp20Options:
+    """pcp20's own: the paper's tie-break, the model's variants and size guards, the second stage."""
+
+    duration_tiebreak: bool = option(False, "PCP'20's tie-break on shorter predicted duration before area (off: "
+                                            "it lengthened waits at load factor 2 on generated Eurora workloads)")
+    all_different: bool = option(False, "the paper's all-different on unit positions instead of ordered units")
+    implied_cumulative: bool = option(True, "post the implied cumulative per resource type")
+    sparse_domains: bool = option(False, "exact no-straddling domains on positions (redundant; slower presolve)")
+    reductions: bool = option(True, "exact reductions: drop types that cannot bind; a cumulative instead of a "
+                                    "NoOverlap2D on 1-unit types (false: the paper's model)")
+    max_units: int = option(128, "most units with positions in a model, else the greedy plan (0: no limit)")
+    max_running_boxes: int = option(0, "most fixed running boxes in a model, else the greedy plan (0: no limit)")
+    stage2: int = option(4, "second stage: re-place the jobs starting now, in a model with this many of the "
+                            "queued jobs that do not start, when that lets one start earlier (0: off)")
+    stage2_budget: float = option(0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)")
+
+
 @registered()
-class Pcp20Dispatcher(CpDispatcher):
+class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
     """PCP'20: fit-now selection of up to `q_length` jobs, slowdown priority (the paper's tie-break
     on shorter duration is the option `duration_tiebreak`), total slowdown objective, the model
     of `model`; `time_policy=paper` is the PCP'20 wrapper's (1 s, then 0.5-s extensions while no
@@ -27,29 +47,7 @@ class Pcp20Dispatcher(CpDispatcher):
                "single-type SWF trace) gets a cumulative instead, nodes chosen after solving")
     objective_kind = "slowdown"
     paper_policy = "pcp20"
-    options = cp_options(clamp=True, priority="slowdown", reallocate=True) + (
-        Option("duration_tiebreak", False, "PCP'20's tie-break on shorter predicted duration before area (off: it "
-                                          "lengthened waits at load factor 2 on generated Eurora workloads)"),
-        Option("all_different", False, "the paper's all-different on unit positions instead of ordered units"),
-        Option("implied_cumulative", True, "post the implied cumulative per resource type"),
-        Option("sparse_domains", False, "exact no-straddling domains on positions (redundant; slower presolve)"),
-        Option("reductions", True, "exact reductions: drop types that cannot bind; a cumulative instead of a "
-                                   "NoOverlap2D on 1-unit types (false: the paper's model)"),
-        Option("max_units", 128, "most units with positions in a model, else the greedy plan (0: no limit)"),
-        Option("max_running_boxes", 0, "most fixed running boxes in a model, else the greedy plan (0: no limit)"),
-        Option("stage2", 4, "second stage: re-place the jobs starting now, in a model with this many of the "
-                            "queued jobs that do not start, when that lets one start earlier (0: off)"),
-        Option("stage2_budget", 0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)"),
-    )
-
-    all_different: bool
-    implied_cumulative: bool
-    sparse_domains: bool
-    reductions: bool
-    max_units: int
-    max_running_boxes: int
-    stage2: int
-    stage2_budget: float
+    options = cp_options(clamp=True, priority="slowdown", reallocate=True) + options_of(Pcp20Options)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)

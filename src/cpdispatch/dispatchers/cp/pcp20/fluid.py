@@ -48,16 +48,16 @@ def total_plan(
     plan = Plan()
     for jv in jobs:
         need, d = jv.job.units, max(1, jv.job.duration)
-        t = starts[:n]
-        ends = np.searchsorted(t, t + d, side="left")
+        at = starts[:n]
+        ends = np.searchsorted(at, at + d, side="left")
         np.cumsum(free[:n] < need, out=short[1:n + 1])
         fits = short[ends] == short[:n]
         i = int(fits.argmax())
         if not fits[i]:
             raise ValueError(f"job {jv.job.id} fits at no time, not even once everything has ended")
-        end = int(t[i]) + d
-        j = int(np.searchsorted(t, end))
-        if j == n or t[j] != end:  # the job's end starts a segment
+        end = int(at[i]) + d
+        j = int(np.searchsorted(at, end))
+        if j == n or at[j] != end:  # the job's end starts a segment
             starts[j + 1:n + 1] = starts[j:n].copy()
             free[j + 1:n + 1] = free[j:n].copy()
             starts[j], free[j] = end, free[j - 1]

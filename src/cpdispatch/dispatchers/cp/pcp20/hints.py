@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..instance import Instance, Plan
+from ..instance import Plan
 from .axes import Axes
 from .job_vars import JobVars
 from .running import RunningUsage
@@ -122,22 +122,3 @@ def _pack(
 
     return out if place(0) else None
 
-
-def hint_objective_aux(m: cp_model.CpModel, instance: Instance, aux: range, plan: Plan) -> None:
-    """Hint the auxiliary variables `objectives.expression` created (proto indices `aux`; their
-    values follow from the starts)."""
-    proto = m.proto
-    jobs = {j.id: j for j in instance.jobs}
-    ends = [plan.starts[j.id] + j.duration for j in jobs.values()] + [r.remaining for r in instance.running]
-    for index in aux:
-        name = proto.variables[index].name
-        var = m.get_int_var_from_proto_index(index)
-        kind, _, jid = name.partition("_")
-        if name == "makespan":
-            m.add_hint(var, max(ends, default=0))
-        elif kind == "tard" and jid in jobs:
-            j = jobs[jid]
-            m.add_hint(var, max(0, plan.starts[jid] + j.wait - j.ewt))
-        elif kind == "late" and jid in jobs:
-            j = jobs[jid]
-            m.add_hint(var, int(plan.starts[jid] + j.wait > j.ewt))

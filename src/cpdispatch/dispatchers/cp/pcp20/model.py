@@ -8,7 +8,7 @@ give them a cumulative alone (`reductions`); what the running jobs hold, as fixe
 demands per type (`running`); the variables of each queued job (`job_vars`); one NoOverlap2D and
 one implied cumulative per type (`resources`); the objective and the search (here).
 
-*Objective and priorities (Section 2.2).* Total slowdown through `objectives.expression`; the
+*Objective and priorities (Section 2.2).* Total slowdown (`objectives.Slowdown`); the
 priority is the slowdown at dispatching time (the front end orders the jobs).
 
 *Search.* "Select the job whose priority is highest and that can start first; assign its start
@@ -35,10 +35,11 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import objectives
-from ..instance import BuiltModel, CpJob, Instance, ModelTooLarge, Plan
+from ..built import BuiltModel, ModelTooLarge
+from ..instance import CpJob, Instance, Plan
 from .axes import UnitGeometry, axes_of, spread
 from .fluid import fluid_nodes, total_plan
-from .hints import hint_objective_aux, hint_plan
+from .hints import hint_plan
 from .job_vars import JobShape, JobVars, break_job_symmetry, post_job
 from .reductions import Fold, Reductions, reductions_of
 from .resources import Resources
@@ -113,9 +114,8 @@ class Pcp20Model(BuiltModel):
             resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, self.implied_cumulative)
         self.walls = resources.walls  # see `resources.add_no_overlap_2d`
         self.running_intervals = len(resources.running_x)  # fixed [0, remaining): one constraint each
-        before = len(m.proto.variables)
-        m.minimize(objectives.expression(self.objective_kind, m, inst, self.start_vars))
-        self._objective_aux = range(before, len(m.proto.variables))
+        self.objective = objectives.objective(self.objective_kind)
+        m.minimize(self.objective.post(m, inst, self.start_vars))
 
     @property
     def dropped_types(self) -> frozenset[int]:
@@ -152,7 +152,7 @@ class Pcp20Model(BuiltModel):
         """Hint every variable from a complete plan (start and node of every unit of every job;
         `hints`); `hint_complete` says whether every position was placed."""
         self.hint_complete = hint_plan(self.model, self.jobs, self.running, self.axes, self.walls, plan)
-        hint_objective_aux(self.model, self.instance, self._objective_aux, plan)
+        self.objective.hint(self.model, self.instance, plan.starts)
 
     def extract(self, solver: object) -> Plan:
         """The plan of the solver's (or solution callback's) current solution."""

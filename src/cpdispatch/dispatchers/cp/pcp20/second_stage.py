@@ -39,9 +39,11 @@ from ortools.sat.python import cp_model
 from ....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
 from ....system import units_fitting
 from .. import objectives
-from ..frontend import CpDispatcher, take
+from ..built import ModelTooLarge
+from ..fitting import take
+from ..frontend import CpDispatcher
 from ..greedy import greedy_plan, plan_objective
-from ..instance import CpJob, CpRunning, Instance, ModelTooLarge, Plan
+from ..instance import CpJob, CpRunning, Instance, Plan
 from .axes import axes_of, spread
 from .model import Pcp20Model
 from .reductions import reductions_of
@@ -137,7 +139,7 @@ class SecondStage:
             return starts, "order", model.variables, 0
         # as good for the queued jobs, moving as few units as possible: the first stage's placement
         # (demand-aware) also keeps room for jobs not yet submitted, which this model does not see
-        model.model.add(objectives.expression(kind, model.model, sub, model.start_vars) <= value)
+        model.model.add(objectives.objective(kind).post(model.model, sub, model.start_vars) <= value)
         model.model.maximize(sum(stay))
         best = (self._solve(model, free) if stay else None) or free
         moved = _enactable(snapshot, model, starts, best)
