@@ -35,6 +35,9 @@ DISPATCHERS = ("fifo", "sjf", "ljf", "easy", "pbs", "hcp", "hcp1", "hcp2", "hcp1
 #: would reach on a slow machine (on KTH they take minutes).
 ONLY_EURORA = ("eurora14", "hcp", "pcp")
 OPTIONS = {name: {"deterministic_time": 0.002} for name in ONLY_EURORA}
+#: pinned set-ups other than a dispatcher's defaults: pcp20 with the 5-ms fast budget it had
+#: before issue 26 (its pins date from then: the speed work changed no schedule under it)
+VARIANTS = {"pcp20-budget5ms": ("pcp20", {"fast_budget": 0.005})}
 
 
 def cases() -> dict[str, Callable[[], tuple[cpd.System, Any, float]]]:
@@ -52,9 +55,9 @@ def fingerprint(case: str, dispatcher: str) -> dict[str, Any]:
     if case.startswith("kth") and not KTH.exists():
         pytest.skip(MISSING_TRACES)
     system, jobs, load = cases()[case]()
+    name, options = VARIANTS.get(dispatcher, (dispatcher, OPTIONS.get(dispatcher)))
     t0 = time.perf_counter()
-    result = cpd.simulate(system, jobs, dispatcher=dispatcher, predictor="last2", load_factor=load,
-                          options=OPTIONS.get(dispatcher))
+    result = cpd.simulate(system, jobs, dispatcher=name, predictor="last2", load_factor=load, options=options)
     with tempfile.TemporaryDirectory() as tmp:
         result.save(tmp, plots=False)
         digest = hashlib.sha256((Path(tmp) / "schedule.csv").read_bytes()).hexdigest()
@@ -68,7 +71,7 @@ def fingerprint(case: str, dispatcher: str) -> dict[str, Any]:
 def test_every_dispatcher_is_pinned() -> None:
     pinned = json.loads(GOLDEN.read_text())
     assert set(DISPATCHERS) <= set(all_names())
-    assert {key.split("/")[1] for key in pinned} == set(DISPATCHERS)
+    assert {key.split("/")[1] for key in pinned} == set(DISPATCHERS) | set(VARIANTS)
 
 
 @pytest.mark.parametrize("key", sorted(json.loads(GOLDEN.read_text())))
@@ -78,7 +81,7 @@ def test_golden_run(key: str) -> None:
 
 
 if __name__ == "__main__":  # regenerate
-    table = {f"{c}/{d}": fingerprint(c, d) for c in cases() for d in DISPATCHERS
+    table = {f"{c}/{d}": fingerprint(c, d) for c in cases() for d in (*DISPATCHERS, *VARIANTS)
              if (c == "eurora-80-gpu") == (d in ONLY_EURORA)}
     GOLDEN.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(table)} fingerprints to {GOLDEN}", file=sys.stderr)

@@ -647,7 +647,7 @@ def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
         assert decision.status == "greedy:too-large"
         assert sorted(s.job_id for s in decision.starts) == sorted(j for j, t in greedy.starts.items() if t == 0)
     else:  # the model improves on the greedy plan (q1 waits so that q2 and q3 start now)
-        assert decision.status == "optimal"
+        assert decision.status in ("optimal", "feasible")  # proven or not within pcp20's 0.5-ms budget
         assert decision.objective is not None
         assert decision.objective < objectives.evaluate("slowdown", inst, greedy.starts)
         assert sorted(s.job_id for s in decision.starts) == ["q0", "q2", "q3"]

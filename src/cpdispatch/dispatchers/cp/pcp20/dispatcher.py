@@ -47,7 +47,9 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
                "single-type SWF trace) gets a cumulative instead, nodes chosen after solving")
     objective_kind = "slowdown"
     paper_policy = "pcp20"
-    options = cp_options(clamp=True, priority="slowdown", reallocate=True) + options_of(Pcp20Options)
+    #: a tenth of the other CP dispatchers' fast budget, and as good (docs/pcp20-notes.md)
+    options = (cp_options(clamp=True, priority="slowdown", reallocate=True, fast_budget=0.0005)
+               + options_of(Pcp20Options))
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
