@@ -3,6 +3,8 @@ checked by hand, and the probe's counts on a generated run."""
 
 from __future__ import annotations
 
+import pytest
+
 import cpdispatch as cpd
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
@@ -84,3 +86,24 @@ def test_the_room_probe_counts_what_the_second_stage_would_move() -> None:
     assert not schedule_errors(pcp20.raw)
     columns = list(pcp20.decisions.columns)
     assert columns[-4:] == ["stage2", "stage2_ms", "stage2_variables", "stage2_gained"]
+
+
+def test_the_probe_says_fluid_without_ordering_when_every_job_asks_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a single-type trace (one core per unit) where a job goes cannot matter whichever queued
+    jobs the stage would take: the probe answers "fluid" as the stage does, without sorting the
+    queue (which cost most of a FIFO run on KTH); a job with another request still gets the stage."""
+    cores = system(("n", 2, {"core": 4}))
+    queued = [(job(f"q{i}", i, 100, units=1 + i % 3), 100) for i in range(6)]
+    snap = snapshot(cores, queued, (), now=10)
+    d = Pcp20Dispatcher()
+    starts = (Start("q0", (0,)),)
+    assert d._stage2(snap, d.order(snap), starts)[1].status == "fluid"
+
+    def no_sorting(*_: object) -> None:
+        raise AssertionError("the queue was ordered")
+
+    monkeypatch.setattr(Pcp20Dispatcher, "order", no_sorting)
+    assert d.placement_room(snap, starts).status == "fluid"
+    wide = snapshot(cores, [*queued, (job("w", 7, 100, req=(2,)), 100)], (), now=10)
+    monkeypatch.undo()
+    assert d.placement_room(wide, starts).status == d._stage2(wide, d.order(wide), starts)[1].status

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ....errors import CpdispatchError
@@ -12,7 +13,9 @@ from ..built import BuiltModel
 from ..frontend import CpDispatcher, cp_options
 from ..instance import Instance
 from ..options import family, option, options_of
+from .axes import spread
 from .model import Pcp20Model
+from .reductions import fluid_whatever_subset
 from .second_stage import SecondStage
 
 
@@ -66,7 +69,13 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
 
     def placement_room(self, snapshot: Snapshot, starts: tuple[Start, ...]) -> PlacementReport:
         """Whether the second stage would move `starts` (decided by any dispatcher) so that one of
-        the queued jobs starts earlier; nothing is enacted (the simulator's room probe)."""
+        the queued jobs starts earlier; nothing is enacted (the simulator's room probe). When every
+        queued job asks 1 unit of one type, the stage's answer is "fluid" whichever jobs it would
+        take: said without ordering the queue."""
+        t0 = time.perf_counter()
+        queued = snapshot.queued
+        if self.reductions and fluid_whatever_subset({q.job.req for q in queued}, any(spread(q.job) for q in queued)):
+            return PlacementReport("fluid", (time.perf_counter() - t0) * 1e3, None, 0)
         self._alloc.observe(snapshot)
         return self._stage2(snapshot, self.order(snapshot), starts)[1]
 

@@ -63,6 +63,15 @@ class Reductions:
                    for q in map(self.request, reqs))
 
 
+def fluid_whatever_subset(reqs: set[tuple[int, ...]], any_spread: bool) -> bool:
+    """Whether every request asks exactly 1 of one type and nothing else, with no job spread over
+    distinct nodes: then `placement_free` holds, under the default reductions, for any subset of
+    these jobs (each type stays fluid in a subset, and no fold or dominance can make a request
+    ask more), so where they go cannot matter. A check without the priority order, for the
+    simulator's room probe on single-type traces."""
+    return not any_spread and all(sum(1 for a in q if a) == 1 and max(q) == 1 for q in reqs)
+
+
 def reductions_of(
     axes: Axes, queued: Sequence[tuple[int, ...]], running: Sequence[tuple[int, ...]],
     spread: Sequence[tuple[int, ...]] = (), *, drop: bool = True, fluid: bool = True,
