@@ -107,3 +107,21 @@ def test_the_probe_says_fluid_without_ordering_when_every_job_asks_one_unit(monk
     wide = snapshot(cores, [*queued, (job("w", 7, 100, req=(2,)), 100)], (), now=10)
     monkeypatch.undo()
     assert d.placement_room(wide, starts).status == d._stage2(wide, d.order(wide), starts)[1].status
+
+
+def test_the_probe_knows_once_when_no_queue_of_the_workload_can_leave_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload whose jobs all ask 1 unit of one type: the probe counts each decision asked,
+    none with room, without asking the second stage at all."""
+    from cpdispatch.simulator.room import RoomProbe
+
+    cores = system(("n", 2, {"core": 4}))
+    jobs = [job(f"q{i}", i, 100, units=1 + i % 3) for i in range(6)]
+    snap = snapshot(cores, [(j, 100) for j in jobs], (), now=10)
+
+    def no_stage(*_: object) -> None:
+        raise AssertionError("the second stage was asked")
+
+    monkeypatch.setattr(Pcp20Dispatcher, "placement_room", no_stage)
+    probe = RoomProbe(jobs)
+    probe.observe(snap, cpd.Decision(starts=(Start("q0", (0,)),)))
+    assert probe.summary()["decisions"] == 1 and probe.summary()["with_room"] == 0

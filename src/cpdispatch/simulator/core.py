@@ -71,7 +71,7 @@ class Simulator:
         self.queue: Logged[QueuedJob] = Logged()  # insertion order = queue order
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
-        self.room = RoomProbe() if self.options.room else None
+        self.room = RoomProbe(workload.jobs) if self.options.room else None
 
     # -- events -------------------------------------------------------------------------------
 

@@ -4,23 +4,30 @@ start earlier? It tells a user whether allocation can matter on a workload at al
 Each decision that starts jobs while others stay queued is asked once. A dispatcher with its own
 placement stage (pcp20's second stage) answers for itself: its report counts, measured against
 its first stage's placement. Any other dispatcher's starts are given to pcp20's second stage in
-probe mode (nothing enacted): "moved" there means room. The probe's time is not the dispatcher's.
+probe mode (nothing enacted): "moved" there means room. When no queue of the workload can leave
+room (every job asks 1 unit of one type: where a unit goes cannot matter), the answer is known
+once for the run. The probe's time is not the dispatcher's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..job import Job
 from ..snapshot import Decision, PlacementReport, Snapshot, Start
 
 
 class RoomProbe:
-    """Counts, over a run, the decisions with room and the queued jobs that would gain."""
+    """Counts, over a run, the decisions with room and the queued jobs that would gain, among the
+    jobs of `workload`."""
 
-    def __init__(self) -> None:
+    def __init__(self, workload: Sequence[Job] = ()) -> None:
         self._probe: Any = None
+        self._workload = workload
+        self._never: bool | None = None  # no queue of the workload can leave room (known at first ask)
         self.source = ""
         self.checked = self.with_room = self.gained = 0
         self.ms: list[float] = []
@@ -30,7 +37,7 @@ class RoomProbe:
             return
         report = decision.stage2
         if report is None:
-            report = self._ask(snapshot, _valid(snapshot, decision.starts))
+            report = self._ask(snapshot, decision.starts if self._never else _valid(snapshot, decision.starts))
             self.ms.append(report.ms)
             self.source = self.source or "probe"
         else:
@@ -44,6 +51,9 @@ class RoomProbe:
             from ..dispatchers.cp.pcp20 import Pcp20Dispatcher
 
             self._probe = Pcp20Dispatcher()
+            self._never = self._probe.placement_never_matters(self._workload)
+        if self._never:
+            return PlacementReport("fluid", 0.0, None, 0)
         report: PlacementReport = self._probe.placement_room(snapshot, starts)
         return report
 

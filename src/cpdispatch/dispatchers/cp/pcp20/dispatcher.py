@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ....errors import CpdispatchError
+from ....job import Job
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...base import registered
 from ..built import BuiltModel
@@ -69,15 +71,17 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
 
     def placement_room(self, snapshot: Snapshot, starts: tuple[Start, ...]) -> PlacementReport:
         """Whether the second stage would move `starts` (decided by any dispatcher) so that one of
-        the queued jobs starts earlier; nothing is enacted (the simulator's room probe). When every
-        queued job asks 1 unit of one type, the stage's answer is "fluid" whichever jobs it would
-        take: said without ordering the queue."""
+        the queued jobs starts earlier; nothing is enacted (the simulator's room probe)."""
         t0 = time.perf_counter()
-        queued = snapshot.queued
-        if self.reductions and fluid_whatever_subset({q.job.req for q in queued}, any(spread(q.job) for q in queued)):
+        if self.placement_never_matters([q.job for q in snapshot.queued]):
             return PlacementReport("fluid", (time.perf_counter() - t0) * 1e3, None, 0)
         self._alloc.observe(snapshot)
         return self._stage2(snapshot, self.order(snapshot), starts)[1]
+
+    def placement_never_matters(self, jobs: Sequence[Job]) -> bool:
+        """Whether the second stage answers "fluid" for any starts among `jobs` and any queue of
+        them: every job asks 1 unit of one type, none spread (said without ordering a queue)."""
+        return self.reductions and fluid_whatever_subset({j.req for j in jobs}, any(spread(j) for j in jobs))
 
     def build(self, instance: Instance) -> BuiltModel:
         built = self.prepare(instance)
