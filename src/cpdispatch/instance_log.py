@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 import numpy as np
 
@@ -40,6 +40,8 @@ from .job import Job
 from .outputs_safety import replacing
 from .snapshot import Allocation, Decision, QueuedJob, RunningJob, Snapshot, Start
 from .system import System, parse_system
+
+T = TypeVar("T")
 
 #: Format 2 adds `one_per_node` and `weight` to queued rows; format 1 files are still read.
 FORMAT = 2
@@ -226,6 +228,19 @@ def _job(row: list[Any], where: str, n_types: int) -> Job:
     )
 
 
+def _reuse(rows: list[Any], field: str, previous: dict[str, tuple[list[Any], T]],
+           make: Callable[[Any, str], T]) -> dict[str, tuple[list[Any], T]]:
+    """Each row's (row, object) by job id: the previous line's object when its row is identical,
+    else a newly checked one (`make(row, where)`)."""
+    out: dict[str, tuple[list[Any], T]] = {}
+    for i, row in enumerate(rows):
+        hit = previous.get(row[0]) if type(row) is list and type(row[0]) is str else None
+        if hit is None or hit[0] != row:
+            hit = (row, make(row, f"{field}[{i}]"))
+        out[row[0]] = hit
+    return out
+
+
 class _Reader:
     """Turns instance lines into snapshots. Rows identical to the previous line's (a job stays
     queued or running over many calls) reuse its checked QueuedJob / RunningJob objects, and the
@@ -243,18 +258,8 @@ class _Reader:
 
     def snapshot(self, rec: dict[str, Any]) -> Snapshot:
         system = self.system
-        queued: dict[str, tuple[list[Any], QueuedJob]] = {}
-        for i, row in enumerate(rec["q"]):
-            hit = self.queued.get(row[0]) if type(row) is list and type(row[0]) is str else None
-            if hit is None or hit[0] != row:
-                hit = (row, self._queued(row, f"q[{i}]"))
-            queued[row[0]] = hit
-        running: dict[str, tuple[list[Any], RunningJob]] = {}
-        for i, row in enumerate(rec["r"]):
-            rhit = self.running.get(row[0]) if type(row) is list and type(row[0]) is str else None
-            if rhit is None or rhit[0] != row:
-                rhit = (row, self._running(row, f"r[{i}]"))
-            running[row[0]] = rhit
+        queued = _reuse(rec["q"], "q", self.queued, self._queued)
+        running = _reuse(rec["r"], "r", self.running, self._running)
         if len(queued) != len(rec["q"]) or len(running) != len(rec["r"]):
             raise _Bad("q", "a job id appears twice")
         for jid, (_, r) in self.running.items():  # usage follows the few jobs that ended or started

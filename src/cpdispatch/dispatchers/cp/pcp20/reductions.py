@@ -59,7 +59,7 @@ class Reductions:
     def placement_free(self, reqs: Sequence[tuple[int, ...]]) -> bool:
         """Whether every unit of these requests is fluid or asks for nothing modelled: then where
         the units go cannot change when anything fits (the cumulative is exact on fluid types)."""
-        return all(not any(q) or (sum(1 for a in q if a) == 1 and max(q) == 1 and q.index(1) in self.fluid)
+        return all(not any(q) or (one_unit_of_one_type(q) and q.index(1) in self.fluid)
                    for q in map(self.request, reqs))
 
 
@@ -69,7 +69,12 @@ def fluid_whatever_subset(reqs: set[tuple[int, ...]], any_spread: bool) -> bool:
     these jobs (each type stays fluid in a subset, and no fold or dominance can make a request
     ask more), so where they go cannot matter. A check without the priority order, for the
     simulator's room probe on single-type traces."""
-    return not any_spread and all(sum(1 for a in q if a) == 1 and max(q) == 1 for q in reqs)
+    return not any_spread and all(map(one_unit_of_one_type, reqs))
+
+
+def one_unit_of_one_type(req: tuple[int, ...]) -> bool:
+    """Whether a unit asks exactly 1 of one type and nothing else."""
+    return sum(1 for a in req if a) == 1 and max(req) == 1
 
 
 def reductions_of(
@@ -98,7 +103,7 @@ def _fluid_types(
     is_fluid: dict[int, bool] = {}
     for req in map(red.request, queued):
         types = [t for t, a in enumerate(req) if a > 0]
-        single = len(types) == 1 and req[types[0]] == 1
+        single = one_unit_of_one_type(req)
         for t in types:
             is_fluid[t] = is_fluid.get(t, True) and single
     for req in map(red.request, spread):
