@@ -90,8 +90,9 @@ class FitNow:
 class PerNode:
     """The per-node model's (`per_node.PerNodeModel`: the PCP'19 family and eurora14)."""
 
-    free_now: bool = option(True, "queued jobs only on nodes with room now (the restriction of PCP1-3 and "
-                                  "the original code)")
+    free_now: bool = option(True, "queued jobs that can start now only on nodes with room now (the "
+                                  "restriction of PCP1-3 and the original code); the others (blocked ones, "
+                                  "pcp's queue order) on every node")
     redundant: bool = option(True, "add the per-type total cumulative (implied) to the per-node model")
     layout: str = option("counts", "counts (unit counts per node) | units (the CP'19 paper's layout: one "
                                    "optional interval per unit that fits on each node; size grows with units x nodes)")

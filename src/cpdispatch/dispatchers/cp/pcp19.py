@@ -35,7 +35,13 @@ def check_layout(dispatcher: str, layout: str) -> None:
 class PerNodeDispatcher(CpDispatcher, PerNode):
     """CP'19 PCP family: the front end with `PerNodeModel`. `free_now` (option) restricts queued
     jobs to the nodes with room now (PCP1-3, the original); false lets plans use every node.
-    `layout=units` builds the paper's model instead of the counts (same plans, larger model)."""
+    `layout=units` builds the paper's model instead of the counts (same plans, larger model).
+
+    A selected job that cannot start now (a `blocked` one, or one of the base version's queue
+    order) is planned over every node at full capacity, even under `free_now`, whose restriction
+    would leave it no node (`PerNodeModel`'s `plan_blocked`): the original left such a job out of
+    the model, which its fit-now selection never passed, and here the solver's plan would then miss
+    a job that the greedy plan and the objective count. It still cannot start now."""
 
     objective_kind = "tardiness"
     options = cp_options(clamp=False, priority="ewt") + options_of(PerNode)
@@ -46,7 +52,7 @@ class PerNodeDispatcher(CpDispatcher, PerNode):
 
     def build(self, instance: Instance) -> BuiltModel:
         return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant,
-                            layout=self.layout)
+                            layout=self.layout, plan_blocked=True)
 
 
 @registered()

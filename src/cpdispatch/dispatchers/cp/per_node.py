@@ -14,7 +14,9 @@ counts them (reference notes, "Mapping to OR-Tools CP-SAT", PCP'19 paragraph):
 * per candidate node k of j: a unit count u_jk in [0, min(fit_jk, n_j)], where fit_jk is the number
   of units of j that fit in node k's *current free* amounts (the original's restriction: a queued
   job may only use nodes with room now; `free_now=False` uses the node's full capacity instead, as
-  the PCP base version and the 2014 model do); sum_k u_jk = n_j (the alternative's "exactly n_j");
+  the PCP base version and the 2014 model do; a job that cannot start now, left out by the
+  original, is planned over the full capacity with `plan_blocked`); sum_k u_jk = n_j (the
+  alternative's "exactly n_j");
 * a presence literal b_jk <=> u_jk >= 1 (posted as u_jk <= cap * b_jk and u_jk >= b_jk; when the cap
   is 1 the count is itself the literal) and an optional fixed-size interval [s_j, s_j + d_j) present
   iff b_jk (the alternative's synchronisation: every unit interval shares the job's start);
@@ -48,7 +50,7 @@ depend on the system size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -122,14 +124,13 @@ def _units_on_node(
     return NodeUnits(k, lits), [(iv, 1, job.req, 1) for iv in ivs]
 
 
-def candidate_caps(instance: Instance, free_now: bool) -> dict[str, np.ndarray]:
-    """Per job that can get its units from its candidate nodes: the most units each node may take
-    (0 = not a candidate), from the current free amounts (`free_now`) or the full capacity."""
-    base = instance.free if free_now else instance.capacity
+def _unit_caps(base: np.ndarray, jobs: Sequence[CpJob]) -> dict[str, np.ndarray]:
+    """Per job: the most units each node may take in the amounts `base` (free now or capacity),
+    capped at the job's units (0 = not a candidate)."""
     n_nodes = base.shape[0]
     fit_cache: dict[tuple[tuple[int, ...], bool], np.ndarray] = {}
     out: dict[str, np.ndarray] = {}
-    for job in instance.jobs:
+    for job in jobs:
         key = (job.req, job.one_per_node)
         fit = fit_cache.get(key)
         if fit is None:
@@ -142,10 +143,31 @@ def candidate_caps(instance: Instance, free_now: bool) -> dict[str, np.ndarray]:
                 else:
                     fit[0] = job.units
             fit_cache[key] = fit
-        caps = np.minimum(fit, job.units)
-        if int(caps[np.flatnonzero(caps)].sum()) >= job.units:
-            out[job.id] = caps
+        out[job.id] = np.minimum(fit, job.units)
     return out
+
+
+def _enough(caps: np.ndarray, units: int) -> bool:
+    return int(caps[np.flatnonzero(caps)].sum()) >= units
+
+
+def candidate_caps(instance: Instance, free_now: bool, plan_blocked: bool = False) -> dict[str, np.ndarray]:
+    """Per job that can get its units from its candidate nodes: the most units each node may take
+    (0 = not a candidate), from the current free amounts (`free_now`) or the full capacity.
+
+    `plan_blocked`: every job is kept. One that cannot get its units on the nodes with room now
+    cannot start now, so `free_now` (which is about the nodes a job starting now can use) leaves it
+    nothing to restrict: its candidates are every node at full capacity, as a future start. One
+    that fits nowhere keeps its (too few) candidates: the model is then infeasible, as the greedy
+    plan is, instead of silently planning fewer jobs."""
+    caps = _unit_caps(instance.free if free_now else instance.capacity, instance.jobs)
+    short = [j for j in instance.jobs if not _enough(caps[j.id], j.units)]
+    if not plan_blocked:
+        left_out = {j.id for j in short}
+        return {j: c for j, c in caps.items() if j not in left_out}
+    if free_now and short:
+        caps.update(_unit_caps(instance.capacity, short))
+    return caps
 
 
 class PerNodeModel(BuiltModel):
@@ -157,9 +179,12 @@ class PerNodeModel(BuiltModel):
     `bounds`: extra constraints `objective(kind) <= value` (the 2014 composite objectives).
     `objective_kind=None` posts no objective (feasibility only).
 
-    Jobs that cannot get n_j units from their candidate nodes (possible only with `free_now` when
-    the front end did not filter them) are left out of the model, listed in `dropped`, and never
-    appear in the extracted plan, as in the original ("dropped from the model and not dispatched").
+    Jobs that cannot get n_j units from their candidate nodes (with `free_now`: those that cannot
+    start now, which PCP1-3's fit-now selection never passes) are left out of the model, listed in
+    `dropped`, and never appear in the extracted plan, as in the original ("dropped from the model
+    and not dispatched"). `plan_blocked` (the dispatchers', whose `blocked` jobs and queue-order
+    selection pass such jobs) keeps them instead, over every node at full capacity, as future
+    starts (`candidate_caps`): then every job has a start in the plan.
     """
 
     def __init__(
@@ -171,6 +196,7 @@ class PerNodeModel(BuiltModel):
         redundant: bool = True,
         bounds: Mapping[str, int] | None = None,
         layout: str = "counts",
+        plan_blocked: bool = False,
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
@@ -178,7 +204,7 @@ class PerNodeModel(BuiltModel):
         self.free_now = free_now
         self.layout = layout
         #: per job: the most units each node may take (0 = not a candidate), over all nodes
-        self.caps = candidate_caps(instance, free_now)
+        self.caps = candidate_caps(instance, free_now, plan_blocked)
         self.kept: tuple[CpJob, ...] = tuple(j for j in instance.jobs if j.id in self.caps)
         self.dropped: list[str] = [j.id for j in instance.jobs if j.id not in self.caps]
         self.sub_instance = instance if not self.dropped else replace(instance, jobs=self.kept)
