@@ -125,3 +125,29 @@ def test_the_probe_knows_once_when_no_queue_of_the_workload_can_leave_room(monke
     probe = RoomProbe(jobs)
     probe.observe(snap, cpd.Decision(starts=(Start("q0", (0,)),)))
     assert probe.summary()["decisions"] == 1 and probe.summary()["with_room"] == 0
+
+
+def test_placement_cannot_matter_only_for_one_unit_of_one_type_and_no_spread_job() -> None:
+    from cpdispatch.allocators import placement_cannot_matter
+
+    assert placement_cannot_matter([job("a", 0, 1, units=3, req=(1, 0)), job("b", 0, 1, req=(0, 1))])
+    assert not placement_cannot_matter([job("a", 0, 1, req=(1, 0)), job("b", 0, 1, req=(2, 0))])
+    assert not placement_cannot_matter([job("a", 0, 1, req=(1, 1))])
+    assert not placement_cannot_matter([job("a", 0, 1, units=2, req=(1,), one_per_node=True)])
+    assert placement_cannot_matter([job("a", 0, 1, units=1, req=(1,), one_per_node=True)])
+
+
+def test_a_baseline_run_where_placement_cannot_matter_loads_no_cp_solver() -> None:
+    """The room probe answers such a workload without pcp20 (CP-SAT and pandas cost half a second
+    of start-up, a sixth of a whole FIFO run on KTH-SP2)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cpdispatch as cpd\n"
+            "from cpdispatch.job import Job\n"
+            "jobs = [Job(str(i), i, 30 + 20 * (i % 3), (1,), 50, 40) for i in range(40)]\n"
+            "r = cpd.simulate(cpd.System.preset('kth-sp2'), jobs, 'fifo')\n"
+            "assert r.summary['room']['decisions'] > 0, r.summary['room']\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('ortools', 'cpdispatch.dispatchers.cp'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

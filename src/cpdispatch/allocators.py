@@ -116,6 +116,19 @@ def best_fit(
     return _pack(free, req, units, fit, cand)
 
 
+def one_unit_of_one_type(req: tuple[int, ...]) -> bool:
+    """Whether a unit asks exactly 1 of one type and nothing else."""
+    return sum(1 for a in req if a) == 1 and max(req) == 1
+
+
+def placement_cannot_matter(jobs: Sequence[Job]) -> bool:
+    """Whether where the units of `jobs` go can never change which of them fit later: each unit
+    asks exactly 1 of one type and no job needs distinct nodes for its units, so every free unit
+    of a type serves any of them alike (single-type SWF traces)."""
+    return not any(j.one_per_node and j.units > 1 for j in jobs) and all(
+        map(one_unit_of_one_type, {j.req for j in jobs}))
+
+
 def waste(free: np.ndarray, capacity: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per node, sum over types of weight x free / capacity: what a job that does not use those
     types leaves idle by taking the node (a type a node lacks counts 0)."""

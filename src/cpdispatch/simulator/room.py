@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..allocators import placement_cannot_matter
 from ..job import Job
 from ..snapshot import Decision, PlacementReport, Snapshot, Start
 
@@ -37,7 +38,7 @@ class RoomProbe:
             return
         report = decision.stage2
         if report is None:
-            report = self._ask(snapshot, decision.starts if self._never else _valid(snapshot, decision.starts))
+            report = self._ask(snapshot, decision.starts)
             self.ms.append(report.ms)
             self.source = self.source or "probe"
         else:
@@ -47,13 +48,15 @@ class RoomProbe:
         self.gained += report.gained
 
     def _ask(self, snapshot: Snapshot, starts: tuple[Start, ...]) -> PlacementReport:
-        if self._probe is None:
+        if self._never is None:
+            self._never = placement_cannot_matter(self._workload)
+        if self._never:
+            return PlacementReport("fluid", 0.0, None, 0)
+        if self._probe is None:  # CP-SAT only for workloads where placement can matter
             from ..dispatchers.cp.pcp20 import Pcp20Dispatcher
 
             self._probe = Pcp20Dispatcher()
-            self._never = self._probe.placement_never_matters(self._workload)
-        if self._never:
-            return PlacementReport("fluid", 0.0, None, 0)
+        starts = _valid(snapshot, starts)
         report: PlacementReport = self._probe.placement_room(snapshot, starts)
         return report
 
@@ -74,7 +77,7 @@ class RoomProbe:
 
 def _valid(snapshot: Snapshot, starts: tuple[Start, ...]) -> tuple[Start, ...]:
     """The starts the simulator will enact: each checked against what the earlier ones left."""
-    from ..dispatchers.cp.frontend import take
+    from ..dispatchers.cp.fitting import take
 
     wanted = {s.job_id for s in starts}
     jobs = {q.job.id: q.job for q in snapshot.queued if q.job.id in wanted}

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ....allocators import placement_cannot_matter
 from ....errors import CpdispatchError
 from ....job import Job
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
@@ -15,9 +16,7 @@ from ..built import BuiltModel
 from ..frontend import CpDispatcher, cp_options
 from ..instance import Instance
 from ..options import family, option, options_of
-from .axes import spread
 from .model import Pcp20Model
-from .reductions import fluid_whatever_subset
 from .second_stage import SecondStage
 
 
@@ -80,8 +79,9 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
 
     def placement_never_matters(self, jobs: Sequence[Job]) -> bool:
         """Whether the second stage answers "fluid" for any starts among `jobs` and any queue of
-        them: every job asks 1 unit of one type, none spread (said without ordering a queue)."""
-        return self.reductions and fluid_whatever_subset({j.req for j in jobs}, any(spread(j) for j in jobs))
+        them (said without ordering a queue): under the default reductions, each type stays fluid
+        in any subset of such jobs, and no fold or dominance can make a request ask more."""
+        return self.reductions and placement_cannot_matter(jobs)
 
     def build(self, instance: Instance) -> BuiltModel:
         built = self.prepare(instance)

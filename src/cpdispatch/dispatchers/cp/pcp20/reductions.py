@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ....allocators import one_unit_of_one_type
 from .axes import Axes
 
 
@@ -61,20 +62,6 @@ class Reductions:
         the units go cannot change when anything fits (the cumulative is exact on fluid types)."""
         return all(not any(q) or (one_unit_of_one_type(q) and q.index(1) in self.fluid)
                    for q in map(self.request, reqs))
-
-
-def fluid_whatever_subset(reqs: set[tuple[int, ...]], any_spread: bool) -> bool:
-    """Whether every request asks exactly 1 of one type and nothing else, with no job spread over
-    distinct nodes: then `placement_free` holds, under the default reductions, for any subset of
-    these jobs (each type stays fluid in a subset, and no fold or dominance can make a request
-    ask more), so where they go cannot matter. A check without the priority order, for the
-    simulator's room probe on single-type traces."""
-    return not any_spread and all(map(one_unit_of_one_type, reqs))
-
-
-def one_unit_of_one_type(req: tuple[int, ...]) -> bool:
-    """Whether a unit asks exactly 1 of one type and nothing else."""
-    return sum(1 for a in req if a) == 1 and max(req) == 1
 
 
 def reductions_of(
