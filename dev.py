@@ -46,13 +46,18 @@ def _install_venv_package() -> None:
     run("apt-get", "install", "-y", "-qq", package)
 
 
-#: A blocked job behind a full system: the smallest run that goes through EASY's compiled pass.
+#: A blocked job behind a full system: the smallest run that goes through EASY's compiled pass;
+#: then pcp20's compiled 1-D greedy plan.
 WARM_UP = """
+import numpy as np
 import cpdispatch as cpd
+from cpdispatch.dispatchers.cp.pcp20.fluid_kernel import first_fits
 system = cpd.System.preset("kth-sp2")
 n = system.max_units((1,))
 jobs = [cpd.Job("a", 0, n, (1,), 100, 100), cpd.Job("b", 1, n, (1,), 10, 10), cpd.Job("c", 2, 1, (1,), 10, 10)]
 cpd.simulate(system, jobs, "easy")
+one = np.ones(1, np.int64)
+first_fits(one * 0, one, one, one)
 """
 
 
@@ -65,7 +70,7 @@ def ensure_venv() -> None:
     if not STAMP.exists() or STAMP.stat().st_mtime < pyproject.stat().st_mtime:
         run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
         run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
-        print("dev.py: compiling the EASY kernel once (numba, ~15 s; cached for every later run)", flush=True)
+        print("dev.py: compiling the EASY and pcp20 kernels once (numba, ~20 s; cached for every later run)", flush=True)
         run(PY, "-c", WARM_UP)
         STAMP.touch()
 

@@ -77,7 +77,8 @@ def snapshots() -> list[Snapshot]:
     """Congested, with EWTs exceeded (no plan starts every job now); all fit now together (equal
     slowdowns, shorter job larger); some fit now (a core-only job goes either on the node with a
     core in use or on the one with its GPU in use; a job past its predicted end; one predicted to
-    take 0 s); nothing fits now; and a greedy plan that places a job over time, not as now."""
+    take 0 s); nothing fits now; a greedy plan that places a job over time, not as now; and units of
+    one core only (a model of fluid types only)."""
     congested = [(job("a", 0, 10, 2, (2, 0)), 10), (job("b", 1, 10, 1, (2, 1), queue="debug"), 10),
                  (job("c", 2, 10, 1, (1, 0)), 5), (job("g", 3, 10, 2, (1, 0)), 10)]
     fits = [(job("d", 90, 10, 1, (2, 1)), 10), (job("e", 80, 20, 1, (1, 0)), 20)]
@@ -90,8 +91,10 @@ def snapshots() -> list[Snapshot]:
     # puts it: on node 1, which x fills, while node 0 is the fuller now
     later = [(job("w", 0, 10, 1, (8,)), 10), (job("x", 1, 10, 1, (9,)), 10), (job("y", 2, 10, 1, (1,)), 10)]
     ends = (RunningJob(job("r", 0, 500, 1, (6,)), 0, 105, on(1)),)
+    cores = [(job("u", 0, 100, 2, (1,)), 100), (job("v", 1, 10, 1, (1,)), 10), (job("z", 2, 20, 2, (1,)), 20)]
+    most = (RunningJob(job("k", 0, 500, 18, (1,)), 0, 50, on(*[0] * 9, *[1] * 9)),)  # 2 cores free
     return [snapshot(TWO, congested, now=3000), snapshot(TWO, fits), snapshot(TWO, some, busy),
-            snapshot(TWO, congested, full), snapshot(TEN, later, ends)]
+            snapshot(TWO, congested, full), snapshot(TEN, later, ends), snapshot(TEN, cores, most)]
 
 
 class Seen(NamedTuple):

@@ -533,8 +533,10 @@ def test_solver_parameters() -> None:
     assert Pcp20Model(inst_three_types()).solver_parameters == {
         "cp_model_presolve": False, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False,
         "transitive_precedences_work_limit": 0}
-    assert Pcp20Model(inst_fluid()).solver_parameters == {
-        "linearization_level": 0, "cp_model_presolve": False, "transitive_precedences_work_limit": 0}
+    fluid = {"linearization_level": 0, "cp_model_presolve": False, "transitive_precedences_work_limit": 0,
+             "symmetry_level": 0}
+    assert Pcp20Model(inst_fluid()).solver_parameters == fluid
+    assert Pcp20Model(inst_fluid(), hint_replay=False).solver_parameters == {**fluid, "hint_conflict_limit": 0}
 
 
 def test_fluid_greedy_plan_only_where_nodes_differ_in_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:

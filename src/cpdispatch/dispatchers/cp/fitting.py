@@ -16,12 +16,16 @@ def eligible(free: np.ndarray, jobs: list[Job]) -> list[bool]:
     """Fit-now test (notes 2.2 step 2): summed over nodes, the units fitting in the current free
     amounts reach the job's units. One numpy pass per distinct per-unit request."""
     totals = free.sum(axis=0).tolist()
-    out = [all(j.units * a <= t for a, t in zip(j.req, totals)) for j in jobs]
+    out = [False] * len(jobs)
     groups: dict[tuple[tuple[int, ...], bool], list[int]] = {}
     for i, j in enumerate(jobs):
-        if out[i]:
-            groups.setdefault((j.req, j.one_per_node), []).append(i)
+        groups.setdefault((j.req, j.one_per_node), []).append(i)
     for (req, one), members in groups.items():
+        most = min((t // a for a, t in zip(req, totals) if a > 0), default=None)  # units the totals hold
+        if most is not None:
+            members = [i for i in members if jobs[i].units <= most]
+            if not members:
+                continue
         units = np.array([jobs[i].units for i in members], dtype=np.int64)
         fit = np.sort(np.minimum(units_fitting(free, req, one), int(units.max())))
         cum = np.concatenate(([0], np.cumsum(fit)))

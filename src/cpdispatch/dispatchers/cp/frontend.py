@@ -22,7 +22,7 @@ decisions. The only skip kept is the exact one: no job fits now, so nothing can 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -174,24 +174,29 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     def ewt_of(self, job: Job) -> int:
         return self._ewt.get(job.queue, self._ewt["default"])
 
-    def priority_key(self, q: QueuedJob, now: int) -> tuple[float, ...]:
-        """Sort key, smaller first: (-priority, [duration,] area); ties then keep queue order. The
-        priority is the job's marginal cost of waiting, so its weight multiplies it."""
-        job, d = q.job, q.predicted
-        wait = now - job.submit
-        area = d * sum(job.units * a for a in job.req)
-        if self.priority == "slowdown":
-            first = -(wait + d) / d if d > 0 else -float(max(1, wait))
-        elif self.priority == "ewt":
-            first = -(self._max_ewt * (wait + 1)) / self.ewt_of(job)
-        else:  # the shipped precedence: -(max_ewt * now - submit + 1) / ewt
-            first = -(self._max_ewt * now - job.submit + 1) / self.ewt_of(job)
-        first *= q.weight
-        return (first, d, area) if self.duration_tiebreak else (first, area)
+    def priority_key(self, now: int) -> Callable[[QueuedJob], tuple[float, ...]]:
+        """The sort key at time `now`, smaller first: (-priority, [duration,] area); ties then keep
+        queue order. The priority is the job's marginal cost of waiting, so its weight multiplies
+        it. (One closure per decision: the key runs for every queued job at every decision.)"""
+        kind, tiebreak, max_ewt, ewt_of = self.priority, self.duration_tiebreak, self._max_ewt, self.ewt_of
+
+        def key(q: QueuedJob) -> tuple[float, ...]:
+            job, d = q.job, q.predicted
+            wait = now - job.submit
+            area = d * job.units * sum(job.req)
+            if kind == "slowdown":
+                first = -(wait + d) / d if d > 0 else -float(max(1, wait))
+            elif kind == "ewt":
+                first = -(max_ewt * (wait + 1)) / ewt_of(job)
+            else:  # the shipped precedence: -(max_ewt * now - submit + 1) / ewt
+                first = -(max_ewt * now - job.submit + 1) / ewt_of(job)
+            first *= q.weight
+            return (first, d, area) if tiebreak else (first, area)
+
+        return key
 
     def order(self, snapshot: Snapshot) -> list[QueuedJob]:
-        now = snapshot.time
-        return sorted(snapshot.queued, key=lambda q: self.priority_key(q, now))
+        return sorted(snapshot.queued, key=self.priority_key(snapshot.time))
 
     def select(self, snapshot: Snapshot, ordered: list[QueuedJob]) -> list[QueuedJob]:
         """The model's jobs, in priority order: with fit-now selection, up to `cur_q_length` jobs

@@ -5,6 +5,7 @@ jobs as fixed intervals from now, per-node capacities and free amounts. Times ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,12 +13,12 @@ from ...snapshot import Allocation
 from ...system import System
 
 
-@dataclass(frozen=True, slots=True)
-class CpJob:
-    """A queued job in the model. `duration` is what the model plans with (the prediction,
-    clamped to >= 1 unless the ablation turns the clamp off); `wait` = now - submit; `ewt` is the
-    expected waiting time of its queue (for the EWT objectives); `weight` multiplies the job's
-    term of the objective (`QueuedJob.weight`)."""
+class CpJob(NamedTuple):
+    """A queued job in the model. `duration` is what the model plans with (the prediction, clamped
+    to >= 1 unless the ablation turns the clamp off); `wait` = now - submit; `ewt` is the expected
+    waiting time of its queue (for the EWT objectives); `weight` multiplies the job's term of the
+    objective (`QueuedJob.weight`). A named tuple: hundreds are made at nearly every decision, and
+    a frozen dataclass costs three times as much to make."""
 
     id: str
     units: int
@@ -30,10 +31,10 @@ class CpJob:
     weight: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class CpRunning:
-    """A running job as a fixed interval [0, remaining) on its nodes. `remaining` is the predicted
-    remaining time, clamped to >= 1 by the underestimation fix (may be <= 0 without it)."""
+class CpRunning(NamedTuple):
+    """A running job as a fixed interval [0, remaining) on its nodes (a named tuple, as `CpJob`).
+    `remaining` is the predicted remaining time, clamped to >= 1 by the underestimation fix (may
+    be <= 0 without it)."""
 
     id: str
     units: int

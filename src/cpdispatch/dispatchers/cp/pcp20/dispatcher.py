@@ -33,6 +33,9 @@ class Pcp20Options:
                                     "NoOverlap2D on 1-unit types (false: the paper's model)")
     max_units: int = option(128, "most units with positions in a model, else the greedy plan (0: no limit)")
     max_running_boxes: int = option(0, "most fixed running boxes in a model, else the greedy plan (0: no limit)")
+    hint_replay: bool = option(True, "on models of fluid types only, CP-SAT follows the hint before its search "
+                                     "(its default; with boxes it never does). false: faster on congested "
+                                     "HPC2N, slightly longer waits of its short jobs (docs/pcp20-notes.md)")
     stage2: int = option(4, "second stage: re-place the jobs starting now, in a model with this many of the "
                             "queued jobs that do not start, when that lets one start earlier (0: off)")
     stage2_budget: float = option(0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)")
@@ -93,5 +96,6 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
             instance, self.objective_kind,
             all_different=self.all_different, implied_cumulative=self.implied_cumulative,
             sparse_domains=self.sparse_domains, fluid=self.reductions, drop_dominated=self.reductions,
-            max_units=self.max_units, max_running_boxes=self.max_running_boxes, post=False,
+            max_units=self.max_units, max_running_boxes=self.max_running_boxes, hint_replay=self.hint_replay,
+            post=False,
         )

@@ -39,32 +39,16 @@ def total_plan(
     rem, use = run.remaining[sel], run.usage[sel, t]
     times, inverse = np.unique(np.concatenate(([0], rem)), return_inverse=True)
     released = np.bincount(inverse[1:], weights=use, minlength=len(times)).astype(np.int64)
-    # segment i is [times[i], times[i + 1]); the arrays have room for each job's end
-    n, room = len(times), len(times) + len(jobs)
-    starts, free = np.empty(room, np.int64), np.empty(room, np.int64)
-    starts[:n] = times
-    free[:n] = int(cap.sum()) - int(use.sum()) + np.cumsum(released)
-    short = np.zeros(room + 1, np.int64)  # short[k]: segments before k with too little room
-    plan = Plan()
-    for jv in jobs:
-        need, d = jv.job.units, max(1, jv.job.duration)
-        at = starts[:n]
-        ends = np.searchsorted(at, at + d, side="left")
-        np.cumsum(free[:n] < need, out=short[1:n + 1])
-        fits = short[ends] == short[:n]
-        i = int(fits.argmax())
-        if not fits[i]:
-            raise ValueError(f"job {jv.job.id} fits at no time, not even once everything has ended")
-        end = int(at[i]) + d
-        j = int(np.searchsorted(at, end))
-        if j == n or at[j] != end:  # the job's end starts a segment
-            starts[j + 1:n + 1] = starts[j:n].copy()
-            free[j + 1:n + 1] = free[j:n].copy()
-            starts[j], free[j] = end, free[j - 1]
-            n += 1
-        free[i:j] -= need
-        plan.starts[jv.job.id] = int(starts[i])
-    return plan
+    free = int(cap.sum()) - int(use.sum()) + np.cumsum(released)
+    needs = np.fromiter((jv.job.units for jv in jobs), np.int64, len(jobs))
+    durations = np.fromiter((max(1, jv.job.duration) for jv in jobs), np.int64, len(jobs))
+    from .fluid_kernel import first_fits  # numba only for runs that plan on a total
+
+    starts = first_fits(times.astype(np.int64), free, needs, durations)
+    if (starts < 0).any():
+        job = jobs[int(np.flatnonzero(starts < 0)[0])].job
+        raise ValueError(f"job {job.id} fits at no time, not even once everything has ended")
+    return Plan(starts=dict(zip((jv.job.id for jv in jobs), starts.tolist())))
 
 
 def fluid_nodes(

@@ -69,6 +69,7 @@ class Pcp20Model(BuiltModel):
         sparse_domains: bool = False,
         max_units: int = 0,
         max_running_boxes: int = 0,
+        hint_replay: bool = True,
         post: bool = True,
     ) -> None:
         super().__init__(instance, objective_kind)
@@ -76,6 +77,7 @@ class Pcp20Model(BuiltModel):
         self.all_different = all_different
         self.implied_cumulative = implied_cumulative
         self.sparse_domains = sparse_domains
+        self.hint_replay = hint_replay
         self.hint_complete = False
         # the data, before any variable: reductions, running usage, unit geometries, load per type
         self.reductions = red = reductions_of(
@@ -201,12 +203,17 @@ class Pcp20Model(BuiltModel):
         `Precedences2DPropagator` (it rescans every pair of boxes linked by a linear relation at
         each propagation, outside the deterministic time, without changing the decisions). The
         hint still guides the search and bounds the objective. Without boxes (fluid types only):
-        no linear relaxation (it cost solve time without improving the objectives on balance) and
-        no presolve (it finds nothing to reduce in start variables under cumulatives).
-        Measurements: docs/pcp20-notes.md."""
+        no linear relaxation (it cost solve time without improving the objectives on balance), no
+        presolve (it finds nothing to reduce in start variables under cumulatives), no symmetry
+        detection (`break_job_symmetry` already orders the only symmetric jobs; the detection cost
+        a tenth of a small solve and left the solutions as they were) and, without `hint_replay`,
+        no hint-following phase either: the complete hint is already CP-SAT's first solution, and
+        following it again took half of a small solve's wall time, but what the search finds from
+        there shortened some waits. Measurements: docs/pcp20-notes.md."""
         common = {"transitive_precedences_work_limit": 0, "cp_model_presolve": False}
         if not any(jv.positions for jv in self.jobs):
-            return {**common, "linearization_level": 0}
+            replay = {} if self.hint_replay else {"hint_conflict_limit": 0}
+            return {**common, "linearization_level": 0, "symmetry_level": 0, **replay}
         return {**common, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False}
 
     def size(self) -> dict[str, int]:

@@ -49,13 +49,21 @@ class Reductions:
     folds: tuple[Fold, ...]
     fluid: frozenset[int]
     dropped: frozenset[int] = field(init=False)
+    _requests: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict, init=False, compare=False,
+                                                               repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dropped", self.dominated | {f.r for f in self.folds})
 
     def request(self, req: tuple[int, ...]) -> tuple[int, ...]:
-        """A per-unit request on the modelled types."""
-        return tuple(0 if t in self.dropped else a for t, a in enumerate(req)) if self.dropped else req
+        """A per-unit request on the modelled types (a queue holds few distinct requests, asked
+        for several times per job: remembered)."""
+        if not self.dropped:
+            return req
+        out = self._requests.get(req)
+        if out is None:
+            out = self._requests[req] = tuple(0 if t in self.dropped else a for t, a in enumerate(req))
+        return out
 
     def placement_free(self, reqs: Sequence[tuple[int, ...]]) -> bool:
         """Whether every unit of these requests is fluid or asks for nothing modelled: then where
