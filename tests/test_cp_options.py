@@ -6,8 +6,7 @@ it needs to matter (`CONTEXT`, e.g. `k` under `time_policy=cp19`). What it does 
 three levels, the first that differs counting: the decisions (starts, planned starts), their
 records (status, model size, objective, second stage), and what reaches CP-SAT (the parameters
 and the model, hints included, of every solve). An option that changes none of them must be in
-`NO_OPS` for that dispatcher, with a help that says "no-op" and why. A value that crashes a
-dispatcher is a bug, listed in `CRASHES` (a strict expected failure, so that a fix is noticed).
+`NO_OPS` for that dispatcher, with a help that says "no-op" and why.
 """
 
 from __future__ import annotations
@@ -56,8 +55,6 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "profile": {"deterministic_time": 0.01},
     "det_wall_cap": {"deterministic_time": 0.01},
 }
-#: options whose other value crashes a dispatcher on these snapshots: a bug, not a no-op
-CRASHES: dict[tuple[str, str], str] = {}
 TWO = System.build("two", [NodeGroup("n", 2, {"core": 2, "gpu": 1})])
 TEN = System.build("ten", [NodeGroup("n", 2, {"core": 10})])
 
@@ -141,14 +138,7 @@ def effect(cls: type[CpDispatcher], opt: Option) -> str | None:
     return next((level for level in Seen._fields if getattr(base, level) != getattr(changed, level)), None)
 
 
-def crash(pair: tuple[str, str]) -> Any:
-    return pytest.mark.xfail(raises=KeyError, strict=True, reason=CRASHES[pair]) if pair in CRASHES else ()
-
-
-PAIRS = [pytest.param(name, o.name, marks=crash((name, o.name))) for name in sorted(CP) for o in CP[name].options]
-
-
-@pytest.mark.parametrize(("name", "option"), PAIRS)
+@pytest.mark.parametrize(("name", "option"), [(name, o.name) for name in sorted(CP) for o in CP[name].options])
 def test_every_accepted_option_changes_something(name: str, option: str) -> None:
     opt = next(o for o in CP[name].options if o.name == option)
     if option in NO_OPS.get(name, set()):
