@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cpdispatch.allocators import best_fit
@@ -48,11 +48,13 @@ def check_valid(inst: Instance, plan: Plan) -> None:
         assert not over.any(), f"capacity exceeded at t={t}: {np.argwhere(over).tolist()}"
 
 
-def fits_at(inst: Instance, plan: Plan, i: int, t: int) -> bool:
-    """Job i fits at t (through its whole interval) given the running jobs and jobs 0..i-1."""
+def fits_at(inst: Instance, plan: Plan, i: int, t: int, limit: np.ndarray | None = None) -> bool:
+    """Job i fits at t (through its whole interval) given the running jobs and jobs 0..i-1 (at
+    most `limit[k]` units on node k)."""
     job = inst.jobs[i]
     low = np.min([inst.capacity - usage_at(inst, plan, x, i) for x in range(t, t + max(1, job.duration))], axis=0)
-    return int(np.minimum(units_fitting(low, job.req), job.units).sum()) >= job.units
+    fit = units_fitting(low, job.req) if limit is None else np.minimum(units_fitting(low, job.req), limit)
+    return int(np.minimum(fit, job.units).sum()) >= job.units
 
 
 # -- random instances ----------------------------------------------------------------------------
@@ -93,6 +95,24 @@ def test_greedy_plan_is_complete_valid_and_earliest(inst: Instance) -> None:
         s = plan.starts[job.id]
         assert fits_at(inst, plan, i, s)
         assert not any(fits_at(inst, plan, i, t) for t in range(s)), f"{job.id} could start before {s}"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.data())
+def test_greedy_plan_with_limits_is_valid_within_them_and_earliest(inst: Instance, data: st.DataObject) -> None:
+    """PCP'19's candidate nodes (`limits`): each job at the earliest start its allowed nodes give."""
+    limits = {j.id: np.array(data.draw(st.lists(st.integers(0, j.units), min_size=inst.system.n_nodes,
+                                                max_size=inst.system.n_nodes)), dtype=np.int64) for j in inst.jobs}
+    room = {j.id: int(np.minimum(np.minimum(units_fitting(inst.capacity, j.req), limits[j.id]), j.units).sum())
+            for j in inst.jobs}
+    assume(all(room[j.id] >= j.units for j in inst.jobs))  # else no start at all (NoStart)
+    plan = greedy_plan(inst, limits=limits)
+    check_valid(inst, plan)
+    for i, job in enumerate(inst.jobs):
+        s, nodes = plan.starts[job.id], np.bincount(plan.nodes[job.id], minlength=inst.system.n_nodes)
+        assert (nodes <= limits[job.id]).all(), f"{job.id} beyond its limits"
+        assert fits_at(inst, plan, i, s, limits[job.id])
+        assert not any(fits_at(inst, plan, i, t, limits[job.id]) for t in range(s)), f"{job.id} could start before {s}"
 
 
 # -- hand cases ----------------------------------------------------------------------------------

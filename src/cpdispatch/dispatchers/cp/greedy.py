@@ -116,15 +116,19 @@ class _Profile:
         return idx, ends[idx]
 
     def windows(
-        self, req: tuple[int, ...], units: int, d: int, one_per_node: bool = False
+        self, req: tuple[int, ...], units: int, d: int, one_per_node: bool = False, limit: np.ndarray | None = None
     ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """In time order, the segments i at which `units` units of `req` (on distinct nodes with
-        `one_per_node`) could start for `d`, with the nodes that have room for a unit through the
-        whole window and their minimum free amounts. Stop iterating before changing the profile.
+        `one_per_node`, at most `limit[k]` on node k) could start for `d`, with the nodes that
+        have room for a unit through the whole window and their minimum free amounts. Stop
+        iterating before changing the profile.
 
         Most candidates that pass the totals test fail at their own first segment (on congested
         HPC2N instances, 800 of 870 per plan), so that test is done for a chunk of candidates at
-        once, on the stacked segment arrays, before any window is scanned."""
+        once, on the stacked segment arrays, before any window is scanned. With a `limit` (PCP'19's
+        candidate nodes) both tests count only the units the limit allows: a job held to the
+        nodes free now would otherwise have most windows scanned in vain."""
+        cap = units if limit is None else np.minimum(limit, units)
         idx, ends = self.candidates(np.asarray(req, dtype=np.int64) * units, d)
         pos, chunk = 0, FIRST_CHUNK
         while pos < len(idx):
@@ -132,17 +136,17 @@ class _Profile:
             pos, chunk = pos + chunk, chunk * CHUNK_GROWTH
             self.array(int(ci[-1]))
             rows = np.fromiter((self.rows[i] for i in ci.tolist()), np.intp, len(ci))
-            ok = np.minimum(units_fitting(self._buf[rows], req, one_per_node), units).sum(axis=1) >= units
+            ok = np.minimum(units_fitting(self._buf[rows], req, one_per_node), cap).sum(axis=1) >= units
             for i, end in zip(ci[ok].tolist(), ce[ok].tolist()):
-                room = self._window_room(i, end, req, units, one_per_node)
+                room = self._window_room(i, end, req, units, one_per_node, cap)
                 if room is not None:
                     yield i, *room
 
     def _window_room(
-        self, i: int, end: int, req: tuple[int, ...], units: int, one_per_node: bool
+        self, i: int, end: int, req: tuple[int, ...], units: int, one_per_node: bool, cap: int | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Nodes with room for a unit through segments [i, end) and their minimum free amounts,
-        or None when fewer than `units` units fit through the window."""
+        or None when fewer than `units` units fit through the window (at most `cap` a node)."""
         a = self.array(i)
         self.array(end - 1)
         if (end - i) * a.size <= DENSE_WINDOW:
@@ -157,7 +161,8 @@ class _Profile:
                 np.minimum.at(low, nodes, self._buf[rows, nodes])
         fit = units_fitting(low, req, one_per_node)
         cand = np.flatnonzero(fit > 0)
-        if int(np.minimum(fit[cand], units).sum()) < units:
+        capped = np.minimum(fit[cand], cap if isinstance(cap, int) else cap[cand])
+        if int(capped.sum()) < units:
             return None
         return cand, low[cand]
 
@@ -226,7 +231,7 @@ def _first_fit(
     latest: int | None,
 ) -> tuple[int, tuple[int, ...]]:
     """The earliest start of `job` and its nodes by best fit (within `limit` units per node)."""
-    for i, cand, low in prof.windows(req, job.units, max(1, job.duration), job.one_per_node):
+    for i, cand, low in prof.windows(req, job.units, max(1, job.duration), job.one_per_node, limit):
         start = prof.times[i]
         if latest is not None and start > latest:
             break
