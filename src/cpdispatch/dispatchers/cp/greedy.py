@@ -161,7 +161,7 @@ class _Profile:
                 np.minimum.at(low, nodes, self._buf[rows, nodes])
         fit = units_fitting(low, req, one_per_node)
         cand = np.flatnonzero(fit > 0)
-        capped = np.minimum(fit[cand], cap if isinstance(cap, int) else cap[cand])
+        capped = np.minimum(fit[cand], cap[cand] if isinstance(cap, np.ndarray) else cap)
         if int(capped.sum()) < units:
             return None
         return cand, low[cand]
