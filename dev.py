@@ -70,7 +70,7 @@ def ensure_venv() -> None:
     if not STAMP.exists() or STAMP.stat().st_mtime < pyproject.stat().st_mtime:
         run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
         run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
-        print("dev.py: compiling the EASY and pcp20 kernels once (numba, ~20 s; cached for every later run)", flush=True)
+        print("dev.py: compiling the EASY and pcp20 kernels once (numba, ~20 s; cached afterwards)", flush=True)
         run(PY, "-c", WARM_UP)
         STAMP.touch()
 
