@@ -10,6 +10,7 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp.built import BuiltModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.snapshot import Decision, Snapshot
 from cpdispatch.system import System
 
 
@@ -77,3 +78,15 @@ def feasible_allocation(
         return False
 
     return chosen if rec(0) else None
+
+
+def valid_starts(snap: Snapshot, decision: Decision) -> None:
+    """Every start has its units, on nodes that hold them all now (with the other starts)."""
+    free = np.array(snap.free, dtype=np.int64)
+    jobs = {q.job.id: q.job for q in snap.queued}
+    for start in decision.starts:
+        job = jobs[start.job_id]
+        assert len(start.nodes) == job.units
+        for k in start.nodes:
+            free[k] -= np.asarray(job.req)
+    assert (free >= 0).all(), decision.starts

@@ -16,10 +16,10 @@ from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.per_node import PerNodeModel, restricted_greedy
 from cpdispatch.job import Job
-from cpdispatch.snapshot import Decision, QueuedJob, RunningJob, Snapshot
+from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting
 
-from .cp_helpers import allocations, feasible_allocation, load_ok, solve
+from .cp_helpers import allocations, feasible_allocation, load_ok, solve, valid_starts
 from .helpers import on
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
@@ -335,17 +335,6 @@ def test_registered_versions_and_switches() -> None:
     assert [d[n].free_now for n in d] == [False, True, True, True]  # type: ignore[attr-defined]
     assert [d[n].selection for n in d] == ["queue", "fit-now", "fit-now", "fit-now"]  # type: ignore[attr-defined]
     assert d["pcp"].q_length >= 10**6 and d["pcp1"].q_length == 100  # type: ignore[attr-defined]
-
-
-def valid_starts(snap: Snapshot, decision: Decision) -> None:
-    free = np.array(snap.free)
-    by_id = {q.job.id: q.job for q in snap.queued}
-    for s in decision.starts:
-        job = by_id[s.job_id]
-        assert len(s.nodes) == job.units
-        for k in s.nodes:
-            free[k] -= np.asarray(job.req)
-    assert (free >= 0).all()
 
 
 @pytest.mark.parametrize("name", ["pcp", "pcp1", "pcp2", "pcp3"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 
@@ -17,10 +16,10 @@ from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp19 import PerNodeDispatcher
 from cpdispatch.dispatchers.cp.per_node import PerNodeModel
-from cpdispatch.snapshot import Decision, RunningJob, Snapshot
+from cpdispatch.snapshot import RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 
-from .cp_helpers import make_instance, solve
+from .cp_helpers import make_instance, solve, valid_starts
 from .helpers import job, on, snapshot
 
 NOW = 3000
@@ -43,18 +42,6 @@ def blocked_snapshot() -> Snapshot:
     return snapshot(THREE, queued, running, now=NOW)
 
 
-def check_valid(snap: Snapshot, decision: Decision) -> None:
-    """Every start has its units, on nodes that hold them all now (with the other starts)."""
-    free = np.array(snap.free, dtype=np.int64)
-    jobs = {q.job.id: q.job for q in snap.queued}
-    for start in decision.starts:
-        j = jobs[start.job_id]
-        assert len(start.nodes) == j.units
-        for k in start.nodes:
-            free[k] -= np.asarray(j.req)
-    assert (free >= 0).all(), decision.starts
-
-
 def selected(name: str, opts: dict[str, Any], snap: Snapshot) -> set[str]:
     disp = make_dispatcher(name, opts)
     return {q.job.id for q in disp.select(snap, disp.order(snap))}
@@ -65,7 +52,7 @@ def test_a_job_that_cannot_start_now_is_planned_later(name: str, opts: dict[str,
     snap = blocked_snapshot()
     assert selected(name, opts, snap) == {"a", "b"}
     decision = make_dispatcher(name, opts).decide(snap)
-    check_valid(snap, decision)
+    valid_starts(snap, decision)
     started = {s.job_id for s in decision.starts}
     assert started | set(decision.plan) == {"a", "b"} and not started & set(decision.plan)  # no job lost
     assert started == {"a"} and decision.plan["b"] >= NOW + 50
@@ -114,7 +101,7 @@ def test_the_greedy_fallback_plans_the_job_too(name: str, opts: dict[str, Any]) 
     snap = blocked_snapshot()
     decision = make_dispatcher(name, {**opts, "hint": "false", "fast_budget": "1e-9"}).decide(snap)
     assert decision.status == "fallback:no-solution"
-    check_valid(snap, decision)
+    valid_starts(snap, decision)
     assert {s.job_id for s in decision.starts} == {"a"} and decision.plan["b"] >= NOW + 50
 
 
