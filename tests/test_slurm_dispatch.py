@@ -6,6 +6,7 @@ placement checks) on their own."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shutil
@@ -142,6 +143,12 @@ def _pins(state: Path) -> dict[str, list[list[str]]]:
     return out
 
 
+def _history(state: Path, job_id: str) -> list[dict[str, object]]:
+    """The journal's records that name `job_id`, with the round's other starts (for a failure's message)."""
+    return [r for r in read_journal(state / "journal.jsonl")
+            if r["kind"] in ("decision", "rehold", "refused", "adjusted") and f'"{job_id}"' in json.dumps(r)]
+
+
 def _finished(env: dict[str, str], ids: set[str]) -> bool:
     return sum(1 for c in completions(env) if c["JobId"] in ids) >= len(ids)
 
@@ -154,7 +161,7 @@ def _check_ran_where_pinned(env: dict[str, str], ids: set[str], state: Path, out
     assert {c["JobState"] for c in done} == {"COMPLETED"}
     pins = _pins(state)
     for c in done:
-        assert sorted(c["nodes"]) == sorted(pins[c["JobId"]][-1]), c
+        assert sorted(c["nodes"]) == sorted(pins[c["JobId"]][-1]), (c, _history(state, c["JobId"]))
         inside = (out / f"{c['JobId']}.out").read_text().split()
         assert sorted(expand(inside[1])) == sorted(c["nodes"])
     return done

@@ -209,7 +209,7 @@ class Driver:
                status: str, partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:
         """Check each start against what the starts before it leave; pin and release the good ones."""
         system = snapshot.system
-        checker = StartChecker(snapshot, offered, partitions, index, nodes)
+        checker = StartChecker(snapshot, self.view.room, offered, partitions, index, nodes)
         pinned: list[tuple[str, list[str]]] = []
         waits: list[str] = []  # LATER: decided again next round
         for s in starts:

@@ -15,7 +15,8 @@ from .state import Node, Request, SlurmJob, feature_match
 #: why a start is refused when its job was not offered this round (unknown, or started twice)
 NOT_OFFERED = "not a held job of this round"
 #: why a start waits a round: it may not fit beside this round's multi-node `-n` jobs, whose
-#: tasks per node Slurm lays out itself (it then adds a node the dispatcher did not choose)
+#: tasks per node Slurm lays out itself, in its own order of the round's jobs (a job then waits
+#: on its nodes, or a `-n` job gets a node the dispatcher did not choose)
 LATER = "it shares a node with a job whose tasks Slurm lays out this round"
 
 
@@ -52,14 +53,20 @@ def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: 
 
 
 class StartChecker:
-    """One round's starts checked in order on a working copy of the snapshot's free amounts."""
+    """One round's starts checked in order on a working copy of the snapshot's free amounts.
 
-    def __init__(self, snapshot: Snapshot, offered: dict[str, SlurmJob], partitions: dict[str, list[str]],
-                 index: dict[str, int], nodes: list[Node]) -> None:
+    Slurm starts the round's released jobs in its own order, not the dispatcher's, so a start is
+    taken only if it fits beside the most every start before it may hold: its exact amounts, or
+    for a multi-node `-n` job whatever layout Slurm may give it. Each start then fits whichever
+    of them Slurm starts first."""
+
+    def __init__(self, snapshot: Snapshot, room: np.ndarray, offered: dict[str, SlurmJob],
+                 partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:
         self.system, self.offered, self.partitions, self.index = snapshot.system, offered, partitions, index
         self.features = {n.name: n.features for n in nodes}
+        self.room = room  # Slurm's free amounts (released jobs not started left in)
         self.free = snapshot.free.copy()
-        self.worst = snapshot.free.copy()  # as `free`, with the worst layout Slurm may give `-n` jobs
+        self.worst = snapshot.free.copy()  # as `free`, less the most each start may hold
         self.queued = {q.job.id: q.job for q in snapshot.queued}
         self.masks: dict[tuple[str, str], np.ndarray] = {}  # (partitions, features) -> nodes allowed
 
@@ -84,15 +91,18 @@ class StartChecker:
         if units is None:
             return units, why
         alloc = Allocation.of_units(units)
-        if place(tuple(units), request, job.req, self.worst, self.system.capacity, allowed)[1]:
+        most = Allocation(alloc.nodes, most_units(request, alloc.nodes, self.room, job.req))
+        if not self._holds(self.worst, most, job.req, request.exclusive):
             return None, LATER  # the dispatcher decides it again next round, on Slurm's real layout
         self._take(self.free, alloc, job.req, request.exclusive)
-        if not request.distinct and len(alloc.nodes) > 1:  # Slurm picks the tasks per node: at most
-            most = tuple(min(request.units - len(alloc.nodes) + 1,  # all but one per other node
-                             int(units_fitting(self.worst[n:n + 1], job.req)[0])) for n in alloc.nodes)
-            alloc = Allocation(alloc.nodes, most)
-        self._take(self.worst, alloc, job.req, request.exclusive)
+        self._take(self.worst, most, job.req, request.exclusive)
         return units, why
+
+    def _holds(self, free: np.ndarray, alloc: Allocation, req: tuple[int, ...], exclusive: bool) -> bool:
+        nodes = list(alloc.nodes)
+        if exclusive and (free[nodes] != self.system.capacity[nodes]).any():
+            return False  # `--exclusive`: its nodes idle
+        return bool((free[nodes] >= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(req)).all())
 
     @staticmethod
     def _take(free: np.ndarray, alloc: Allocation, req: tuple[int, ...], exclusive: bool) -> None:
@@ -101,17 +111,26 @@ class StartChecker:
             free[list(alloc.nodes)] = 0
 
 
-def committed_units(j: SlurmJob, system: System, index: dict[str, int], free: np.ndarray
+def most_units(request: Request, nodes: tuple[int, ...] | list[int], room: np.ndarray,
+               req: tuple[int, ...]) -> tuple[int, ...]:
+    """The most units Slurm may give a job pinned to `nodes` on each, whatever its order of the
+    jobs it starts: one per node for `-N` jobs, all on a single node; else (Slurm lays out the
+    tasks) all but one per other node, on any node whose `room` holds them."""
+    if request.distinct:
+        return (1,) * len(nodes)
+    if len(nodes) == 1:
+        return (request.units,)
+    spare = request.units - len(nodes) + 1
+    return tuple(max(1, min(spare, int(units_fitting(room[n:n + 1], req)[0]))) for n in nodes)
+
+
+def committed_units(j: SlurmJob, system: System, index: dict[str, int], room: np.ndarray, free: np.ndarray
                     ) -> tuple[list[int], list[int]]:
     """The usable nodes a released job is pinned to, and the most units Slurm may give it on each
-    (whatever its task layout): one per node for `-N` jobs, else as many as fit; taken off `free`
-    (the whole node for `--exclusive`)."""
-    req = np.asarray(j.request.req(system.types))
-    on, counts = [], []
-    for n in sorted(index[x] for x in j.required if x in index):
-        k = 1 if j.request.distinct else max(1, min(j.request.units, int(units_fitting(free[n:n + 1],
-                                                                                      tuple(req))[0])))
-        free[n] = 0 if j.request.exclusive else free[n] - req * k
-        on.append(n)
-        counts.append(k)
+    (`most_units` in Slurm's `room`); taken off `free` (the whole node for `--exclusive`)."""
+    req = j.request.req(system.types)
+    on = sorted(index[x] for x in j.required if x in index)
+    counts = list(most_units(j.request, on, room, req)) if on else []
+    for n, k in zip(on, counts):
+        free[n] = 0 if j.request.exclusive else free[n] - np.asarray(req) * k
     return on, counts

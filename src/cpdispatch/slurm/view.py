@@ -36,6 +36,7 @@ class ClusterView:
         self.unplaceable: set[str] = set()  # held jobs found unplaceable (said once each)
         self.refusals: dict[str, int] = {}  # job -> times Slurm refused it where pinned
         self.refused_pins: set[tuple[str, str]] = set()
+        self.room = np.zeros((0, 0), dtype=np.int64)  # this round's free amounts by Slurm's counters
 
     def forget(self, live: set[str]) -> None:
         """Drop what is kept about jobs Slurm no longer shows as live."""
@@ -66,6 +67,8 @@ class ClusterView:
         usable = [n for n in nodes if not n.unusable]
         free = system.capacity - np.array([[n.used.get(t, 0) for t in system.types] for n in usable],
                                           dtype=np.int64).reshape(system.capacity.shape)
+        self.room = free.copy()
+        self.room.setflags(write=False)
         running = [r for j in jobs if j.kind == "running" for r in self._running(j, now, system, index)]
         running += [r for j in committed for r in self._committed(j, now, system, index, free)]
         np.clip(free, 0, None, out=free)
@@ -110,7 +113,7 @@ class ClusterView:
                    free: np.ndarray) -> list[RunningJob]:
         """A released job not yet started, as running from now on its pinned nodes (taken off
         `free`: `committed_units`)."""
-        on, counts = committed_units(j, system, index, free)
+        on, counts = committed_units(j, system, index, self.room, free)
         if not on:
             return []
         job = j.job(system.types, self.default_walltime)
