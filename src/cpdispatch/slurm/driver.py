@@ -232,6 +232,9 @@ class Driver:
             pinned.append((s.job_id, [system.node_names[n] for n in sorted(set(units))]))
         later = pinned[self.max_starts:] if self.max_starts else []  # decided again next round
         pinned = pinned[:len(pinned) - len(later)]
+        self.view.why.update({i: f"decided again next round: more than --max-starts {self.max_starts}"
+                              for i, _ in later})
+        self.view.why.update({i: f"decided again next round: {LATER}" for i in waits})
         self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow, next_round=[
             i for i, _ in later] + waits, starts=[{"job": i, "nodes": n} for i, n in pinned])
         fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
