@@ -31,6 +31,7 @@ from cpdispatch.slurm.hostlist import expand
 from cpdispatch.slurm.intents import read_journal
 from cpdispatch.slurm.placement import place
 from cpdispatch.slurm.state import Request, parse_gres, read_request
+from cpdispatch.slurm.status import read_status
 from cpdispatch.system import NodeGroup, System
 
 from .slurm_helpers import completions, job, jobs, lease, run, running_cluster, wait_for
@@ -288,6 +289,8 @@ def test_shadow_sends_no_command(cluster: dict[str, str], tmp_path: Path) -> Non
     assert capped.returncode == 0, capped.stderr
     last = [r for r in read_journal(state / "journal.jsonl") if r["kind"] == "decision"][-1]
     assert len(last["starts"]) == 2 and len(last["next_round"]) == 3  # the others are decided again next round
+    why = {w["job"]: w["why"] for w in read_status(state)["waiting"]}
+    assert all(why[j].startswith("decided again next round: ") for j in last["next_round"]), why
     run(cluster, "scancel", *ids)
 
 
