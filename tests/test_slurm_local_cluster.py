@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cpdispatch.slurm.commands import Outcome, SlurmCommands
 from cpdispatch.slurm.failsafe import WAIT_TAG, read_lease
 
 from .slurm_helpers import job, lease, run, running_cluster
@@ -95,3 +96,34 @@ def test_a_user_can_neither_fake_the_lease_nor_escape_it(cluster: dict[str, str]
     assert job(cluster, job_id)["job_state"] == "PENDING"
     run(cluster, "scancel", job_id)
     path.unlink()
+
+
+def test_a_pinned_held_job_is_deferred_unpinned_and_released_at_once(cluster: dict[str, str]) -> None:
+    """The driver's take-over of a held job is one scontrol process (which outlives a killed
+    driver), deferring before it unpins or releases: never held under the fail-open tag, never
+    eligible and unpinned."""
+    lease(cluster, "closed")
+    submitted = run(cluster, "sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "--wrap", "true")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    assert run(cluster, "scontrol", "update", f"JobId={job_id}", "NodeList=n3").returncode == 0
+    calls: list[tuple[tuple[str, ...], str | None]] = []
+    commands = SlurmCommands(cluster["SLURM_CONF"])
+    real = commands.run
+
+    def recorded(*argv: str, stdin: str | None = None) -> Outcome:
+        calls.append((argv, stdin))
+        return real(*argv, stdin=stdin)
+
+    commands.run = recorded  # type: ignore[method-assign]
+    out = commands.defer([job_id], 60, WAIT_TAG, unpin=[job_id], release=True)
+    assert out.ok, out.stderr
+    assert [argv for argv, _ in calls] == [("scontrol",)]  # one process
+    assert calls[0][1] == (f"update JobId={job_id} StartTime=now+60 AdminComment={WAIT_TAG}\n"
+                           f"update JobId={job_id} NodeList=\nrelease {job_id}\n")
+    found = job(cluster, job_id)
+    assert found["priority"] > 0 and found["admin_comment"] == WAIT_TAG and not found["required_nodes"]
+    assert found["eligible_time"] > time.time() + 50
+    time.sleep(3)  # past a scheduling pass
+    assert job(cluster, job_id)["job_state"] == "PENDING"
+    run(cluster, "scancel", job_id)

@@ -107,18 +107,20 @@ class SlurmCommands:
         rows = (line.split("|") for line in out.stdout.splitlines())
         return {r[0].strip(): r[1].strip() for r in rows if len(r) >= 2}
 
-    def defer(self, job_ids: list[str], seconds: int, comment: str | None = None) -> Outcome:
-        """Push the jobs' begin time to now + `seconds` (one command for the list): past it,
-        Slurm starts them by itself."""
-        tag = [f"AdminComment={comment}"] if comment else []
-        return self.run("scontrol", "update", f"JobId={','.join(job_ids)}", f"StartTime=now+{seconds}", *tag)
+    def defer(self, job_ids: list[str], seconds: int, comment: str | None = None, unpin: Iterable[str] = (),
+              release: bool = False) -> Outcome:
+        """Push the jobs' begin time to now + `seconds` (one update for the list: past it, Slurm
+        starts them by itself), then drop the pins of `unpin` (a line each: Slurm refuses a list
+        there) and, with `release`, release them. One scontrol process, which outlives the driver:
+        a driver killed between two commands left jobs held under the fail-open tag (held until a
+        driver came back) or, the other way round, eligible and unpinned before their deferral."""
+        tag = f" AdminComment={comment}" if comment else ""
+        lines = [f"update JobId={','.join(job_ids)} StartTime=now+{seconds}{tag}"]
+        lines += [f"update JobId={j} NodeList=" for j in unpin]
+        return self.scontrol([*lines, f"release {','.join(job_ids)}"] if release else lines)
 
     def tag(self, job_ids: list[str], comment: str) -> Outcome:
         return self.run("scontrol", "update", f"JobId={','.join(job_ids)}", f"AdminComment={comment}")
-
-    def unpin(self, job_ids: list[str]) -> Outcome:
-        """Drop the required nodes (a line per job: Slurm refuses a list here)."""
-        return self.scontrol(f"update JobId={j} NodeList=" for j in job_ids)
 
     def release(self, job_ids: list[str]) -> Outcome:
         return self.run("scontrol", "release", ",".join(job_ids))

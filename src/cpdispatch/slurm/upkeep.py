@@ -34,15 +34,15 @@ class Upkeep:
         ids = [j.id for j in stuck]
         return ids if self.command("hold", ids).ok else []
 
-    def defer(self, jobs: list[SlurmJob], comment: str | None = None, unpin: bool = False) -> list[str]:
-        """Push the begin time of `jobs` one lease ahead (a pinned job loses its pin first: a
-        dead driver's pin would tie it to nodes nobody chose for now); returns those deferred."""
+    def defer(self, jobs: list[SlurmJob], comment: str | None = None, unpin: bool = False,
+              release: bool = False) -> list[str]:
+        """Push the begin time of `jobs` one lease ahead, unpinned with `unpin` (a dead driver's
+        pin would tie a job to nodes nobody chose for now) and released with `release`, all in one
+        command; returns those deferred."""
         assert self.failsafe is not None
-        pinned = [j.id for j in jobs if unpin and j.required]
-        if pinned:
-            self.command("unpin", pinned)
         ids = [j.id for j in jobs]
-        return ids if ids and self.command("defer", ids, self.failsafe.seconds, comment).ok else []
+        pinned = [j.id for j in jobs if unpin and j.required]
+        return ids if ids and self.command("defer", ids, self.failsafe.seconds, comment, pinned, release).ok else []
 
     def keep(self, jobs: list[SlurmJob], now: float, acted: set[str], poll: float) -> tuple[list[str], int]:
         """One round's upkeep of the jobs not acted on; returns the jobs taken over from Slurm and
@@ -71,9 +71,7 @@ class Upkeep:
         later = [j for j in foreign if j.eligible > now + lease]  # a user's --begin, kept in the tag
         for j in later:
             self.command("defer", [j.id], j.eligible - int(now), f"{WAIT_TAG}:{j.eligible}")
-        taken = self.defer(ours_held, comment=WAIT_TAG, unpin=True)
-        if taken:
-            self.command("release", taken)
+        taken = self.defer(ours_held, comment=WAIT_TAG, unpin=True, release=True)
         taken += self.defer([j for j in foreign if j not in later], comment=WAIT_TAG)
         foreign_ids = {j.id for j in foreign}
         return [i for i in taken if i in foreign_ids] + [j.id for j in later], len(self.defer(due)) + len(taken)
