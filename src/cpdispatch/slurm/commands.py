@@ -111,9 +111,9 @@ class SlurmCommands:
               release: bool = False) -> Outcome:
         """Push the jobs' begin time to now + `seconds` (one update for the list: past it, Slurm
         starts them by itself), then drop the pins of `unpin` (a line each: Slurm refuses a list
-        there) and, with `release`, release them. One scontrol process, which outlives the driver:
-        a driver killed between two commands left jobs held under the fail-open tag (held until a
-        driver came back) or, the other way round, eligible and unpinned before their deferral."""
+        there) and, with `release`, release them. One scontrol process, which outlives a killed
+        driver: no job is left half done, held under the fail-open tag (until a driver comes back)
+        or eligible and unpinned before its deferral."""
         tag = f" AdminComment={comment}" if comment else ""
         lines = [f"update JobId={','.join(job_ids)} StartTime=now+{seconds}{tag}"]
         lines += [f"update JobId={j} NodeList=" for j in unpin]
