@@ -20,6 +20,13 @@ NOT_OFFERED = "not a held job of this round"
 LATER = "it shares a node with a job whose tasks Slurm lays out this round"
 
 
+def holds(free: np.ndarray, cap: np.ndarray, node: int, count: int, req: tuple[int, ...], exclusive: bool) -> bool:
+    """Whether `count` units of `req` fit on `node` now (its whole capacity idle for `--exclusive`)."""
+    if exclusive and (free[node] != cap[node]).any():
+        return False
+    return bool((free[node] >= np.asarray(req) * count).all())
+
+
 def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: np.ndarray, cap: np.ndarray,
           allowed: np.ndarray) -> tuple[list[int] | None, str]:
     """The dispatcher's nodes (one per unit) if Slurm can honour them now; else the nearest
@@ -27,9 +34,7 @@ def place(nodes: tuple[int, ...], request: Request, req: tuple[int, ...], free: 
     def fits(node: int, count: int) -> bool:
         if not allowed[node] or (request.distinct and count > 1):
             return False
-        if request.exclusive and (free[node] != cap[node]).any():
-            return False
-        return bool((free[node] >= np.asarray(req) * count).all())
+        return holds(free, cap, node, count, req, request.exclusive)
 
     counts: dict[int, int] = {}
     for n in nodes:
@@ -92,17 +97,12 @@ class StartChecker:
             return units, why
         alloc = Allocation.of_units(units)
         most = Allocation(alloc.nodes, most_units(request, alloc.nodes, self.room, job.req))
-        if not self._holds(self.worst, most, job.req, request.exclusive):
+        if not all(holds(self.worst, self.system.capacity, n, k, job.req, request.exclusive)
+                   for n, k in zip(most.nodes, most.counts)):
             return None, LATER  # the dispatcher decides it again next round, on Slurm's real layout
         self._take(self.free, alloc, job.req, request.exclusive)
         self._take(self.worst, most, job.req, request.exclusive)
         return units, why
-
-    def _holds(self, free: np.ndarray, alloc: Allocation, req: tuple[int, ...], exclusive: bool) -> bool:
-        nodes = list(alloc.nodes)
-        if exclusive and (free[nodes] != self.system.capacity[nodes]).any():
-            return False  # `--exclusive`: its nodes idle
-        return bool((free[nodes] >= np.asarray(alloc.counts, dtype=np.int64)[:, None] * np.asarray(req)).all())
 
     @staticmethod
     def _take(free: np.ndarray, alloc: Allocation, req: tuple[int, ...], exclusive: bool) -> None:
