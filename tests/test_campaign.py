@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from cpdispatch.campaign import load_campaign, run_campaign
 from cpdispatch.campaign.collect import collect
-from cpdispatch.campaign.runner import build_workload
+from cpdispatch.campaign.runner import build_workload, complete_runs
 from cpdispatch.campaign.spec import run_key
 from cpdispatch.errors import CpdispatchError, InputError
 
@@ -125,21 +126,26 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_rerun_skips_complete_runs_and_collect_rebuilds_from_folders(reference: Path, tmp_path: Path) -> None:
-    before = {p: p.stat().st_mtime_ns for p in (reference / "runs").glob("*/run.json")}
+    before = {p: p.stat().st_mtime_ns for p in complete_runs(reference)}
     counts = run_campaign(_write(tmp_path), reference, workers=1, progress=False)
     assert counts == {"total": 48, "skipped_done": 48, "done": 0, "failed": 0, "not_retried": 0}
-    assert {p: p.stat().st_mtime_ns for p in (reference / "runs").glob("*/run.json")} == before
+    assert {p: p.stat().st_mtime_ns for p in complete_runs(reference)} == before
     runs, jobs = _results(reference)
     (reference / "runs.parquet").unlink()
     (reference / "jobs.parquet").unlink()
-    code, out, err = cli("campaign", "collect", str(reference))
-    assert code == 0 and "48 runs done, 0 failed" in out, err
+    partial = reference / "runs" / ".cut-short.0123abcd.partial"  # killed between its run.json and its rename
+    shutil.copytree(complete_runs(reference)[0].parent, partial)
+    try:
+        code, out, err = cli("campaign", "collect", str(reference))
+        assert code == 0 and "48 runs done, 0 failed" in out, err
+    finally:
+        shutil.rmtree(partial)
     again_runs, again_jobs = _results(reference)
     pd.testing.assert_frame_equal(runs, again_runs)
     pd.testing.assert_frame_equal(jobs, again_jobs)
     assert len(jobs) == 24 * 60 + 24 * 150  # every job of every run, settings as columns
     assert set(jobs["dispatcher"]) == {"fifo", "easy", "pcp20-b10"}
-    run = json.loads(next((reference / "runs").glob("*/run.json")).read_text())
+    run = json.loads(complete_runs(reference)[0].read_text())
     assert run["versions"]["ortools"] and "settings" in run and "solver" in run
 
 
@@ -151,23 +157,25 @@ def test_interrupted_campaign_resumes_to_the_same_results(reference: Path, tmp_p
                              "--workers", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 120
-    while len(list((out / "runs").glob("*/run.json"))) < 10 and time.monotonic() < deadline:
+    while len(complete_runs(out)) < 10 and time.monotonic() < deadline:
         time.sleep(0.05)
+    workers = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     if signum == signal.SIGTERM:
         assert proc.returncode == 143 and "the same command resumes it" in stderr, stderr
     else:
         assert proc.returncode == -signal.SIGKILL
-        time.sleep(2)  # the local workers notice their parent is gone and stop
-    first = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    _, alive = psutil.wait_procs(workers, timeout=60)  # the local workers notice their parent is gone and stop
+    assert not alive, alive
+    first = {p.parent.name: p.stat().st_mtime_ns for p in complete_runs(out)}
     assert 10 <= len(first) < 48
     code, stdout, stderr = cli("campaign", "status", str(out))
     assert code == 0 and f"{'all':<20} {len(first):>6}" in stdout, stdout
     code, stdout, stderr = cli("campaign", "run", str(path), "--out", str(out), "--workers", "2")
     assert code == 0, stderr
     assert f"{48 - len(first)} runs done, 0 failed, {len(first)} were complete" in stdout
-    second = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    second = {p.parent.name: p.stat().st_mtime_ns for p in complete_runs(out)}
     assert all(second[k] == t for k, t in first.items())  # no complete run ran twice
     assert not list((out / "runs").glob(".*.partial"))
     for mine, ref in zip(_results(out), _results(reference)):
@@ -247,7 +255,7 @@ def test_real_scheduler_and_two_real_workers(reference: Path, tmp_path: Path) ->
         code, stdout, stderr = cli("campaign", "run", str(_write(tmp_path)), "--out", str(out), "--scheduler",
                                    cluster.address)
         assert code == 0 and "48 runs done, 0 failed" in stdout, stderr
-        workers = {json.loads(p.read_text())["worker"] for p in (out / "runs").glob("*/run.json")}
+        workers = {json.loads(p.read_text())["worker"] for p in complete_runs(out)}
         assert workers == {"w0", "w1"}  # both real workers took runs
         for mine, ref in zip(_results(out), _results(reference)):
             pd.testing.assert_frame_equal(mine, ref)
@@ -264,7 +272,7 @@ def test_a_killed_worker_loses_nothing(reference: Path, tmp_path: Path) -> None:
                                  "--out", str(out), "--scheduler", cluster.address, "--no-progress"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while len(list((out / "runs").glob("*/run.json"))) < 10 and time.monotonic() < deadline:
+        while len(complete_runs(out)) < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
         cluster.workers[1].kill()
         stdout, stderr = proc.communicate(timeout=300)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .runner import RUNS
+from .runner import RUNS, complete_runs
 
 SETTINGS = ("key", "workload", "system", "dispatcher", "dispatcher_name", "predictor", "load_factor", "replica")
 FIGURES = ("jobs", "completed", "killed", "rejected", "avg_wait", "sd_wait", "p50_wait", "p95_wait", "max_wait",
@@ -30,7 +30,7 @@ def settings_row(record: dict[str, Any]) -> dict[str, Any]:
 def run_rows(out: Path) -> list[dict[str, Any]]:
     """One row per run folder (done) and per failure file (failed, unless a later try succeeded)."""
     rows = []
-    for path in sorted((out / RUNS).glob("*/run.json")):
+    for path in complete_runs(out):
         record = json.loads(path.read_text())
         summary = json.loads((path.parent / "summary.json").read_text())
         row = {**settings_row(record), "status": "done", "error": ""}

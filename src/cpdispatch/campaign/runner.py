@@ -40,6 +40,12 @@ def is_done(out: Path, key: str) -> bool:
     return (run_dir(out, key) / "run.json").is_file()
 
 
+def complete_runs(out: Path) -> list[Path]:
+    """The `run.json` of every complete run, sorted. A run cut short between writing its run.json
+    and its rename is a hidden `.partial` folder, which a plain `*` glob also matches."""
+    return sorted(p for p in (out / RUNS).glob("*/run.json") if not p.parent.name.startswith("."))
+
+
 @lru_cache(maxsize=2)
 def _read(path: str, system: str, fmt: str, limit: int | None, skip: int) -> Any:
     """A worker reads each trace once, whatever the number of its runs (results never change
