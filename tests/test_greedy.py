@@ -53,7 +53,9 @@ def fits_at(inst: Instance, plan: Plan, i: int, t: int, limit: np.ndarray | None
     most `limit[k]` units on node k)."""
     job = inst.jobs[i]
     low = np.min([inst.capacity - usage_at(inst, plan, x, i) for x in range(t, t + max(1, job.duration))], axis=0)
-    fit = units_fitting(low, job.req) if limit is None else np.minimum(units_fitting(low, job.req), limit)
+    fit = units_fitting(low, job.req)
+    if limit is not None:
+        fit = np.minimum(fit, limit)
     return int(np.minimum(fit, job.units).sum()) >= job.units
 
 

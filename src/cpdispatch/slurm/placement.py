@@ -131,6 +131,7 @@ def committed_units(j: SlurmJob, system: System, index: dict[str, int], room: np
     req = j.request.req(system.types)
     on = sorted(index[x] for x in j.required if x in index)
     counts = list(most_units(j.request, on, room, req)) if on else []
+    need = np.asarray(req)
     for n, k in zip(on, counts):
-        free[n] = 0 if j.request.exclusive else free[n] - np.asarray(req) * k
+        free[n] = 0 if j.request.exclusive else free[n] - need * k
     return on, counts
