@@ -114,7 +114,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         options["allocator"] = cell.allocator
     t0 = time.perf_counter()
     result = simulate(system, workload, make_dispatcher(name, options), make_predictor("last2"),
-                      SimOptions(progress=False))
+                      SimOptions(progress=False, room=True))  # the room column
     wall = time.perf_counter() - t0
     problems = schedule_errors(result)
     if problems:

@@ -94,6 +94,7 @@ def test_jitter_moves_submissions_within_bounds_and_keeps_order(tmp_path: Path) 
     (("limit_jobs = 150", "limit_jobs = 0"), "workloads[1].limit_jobs"),
     (("generate = \"eurora\"", "generate = \"curie\""), "workloads[0].generate"),
     ((str(KTH), "/nonexistent/trace.swf"), "workloads[1].path"),
+    (("jitter = 60", 'jitter = 60\nroom = "yes"'), "room"),
 ])
 def test_bad_campaign_file_names_the_key(tmp_path: Path, edit: tuple[str, str], key: str) -> None:
     path = _write(tmp_path, SMALL.replace(*edit, 1))
@@ -103,6 +104,23 @@ def test_bad_campaign_file_names_the_key(tmp_path: Path, edit: tuple[str, str], 
     code, _, stderr = cli("campaign", "run", str(path), "--out", str(tmp_path / "out"))
     assert code == 2 and f"field '{key}'" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_room_probe_runs_only_in_a_campaign_that_asks_for_it(tmp_path: Path) -> None:
+    """`room = true` adds the probe's figures to each run's summary; without it a run has none,
+    and its key is the one it had before the key existed (earlier campaign folders stay valid)."""
+    from cpdispatch.campaign.runner import run_dir, run_one
+
+    text = SMALL.replace("replicas = 2", "replicas = 1").replace('"real", "last2"]', '"real"]')
+    plain = [r for r in load_campaign(_write(tmp_path, text)).runs if r["dispatcher"]["name"] == "fifo"]
+    asked = [r for r in load_campaign(_write(tmp_path, "room = true\n" + text, "r.toml")).runs
+             if r["dispatcher"]["name"] == "fifo"]
+    assert "room" not in plain[0] and asked[0]["room"] is True
+    assert run_key(plain[0]) == run_key({k: v for k, v in asked[0].items() if k != "room"}) != run_key(asked[0])
+    for settings, has_room in ((plain[0], False), (asked[0], True)):
+        assert run_one(settings, str(tmp_path / "out"))["status"] == "done"
+        summary = json.loads((run_dir(tmp_path / "out", run_key(settings)) / "summary.json").read_text())
+        assert ("room" in summary) is has_room
 
 
 def _results(out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:

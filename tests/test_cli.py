@@ -53,6 +53,10 @@ def test_simulate_writes_contract_files(tmp_path: Path) -> None:
         "time,queued,running,started,wall_ms,cpu_ms,status,variables,constraints,objective")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == 2 and summary["completed"] == 2
+    assert "room" not in summary and summary["options"]["room"] is False  # a diagnostic, asked with --room
+    assert main(["simulate", "--system", "kth-sp2", "--workload", str(trace), "--dispatcher", "fifo",
+                 "--out", str(out), "--no-progress", "--overwrite", "--room"]) == 0
+    assert json.loads((out / "summary.json").read_text())["room"]["source"] in ("probe", "none")
 
 
 @pytest.mark.parametrize(

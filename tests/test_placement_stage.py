@@ -74,18 +74,34 @@ def test_the_room_probe_counts_what_the_second_stage_would_move() -> None:
     reports its counts in the summary; pcp20 answers for itself."""
     eurora = cpd.System.preset("eurora")
     jobs = cpd.generate_eurora(150, seed=2, mix="gpu-contended")
-    fifo = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0)
+    fifo = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0, room=True)
     room = fifo.summary["room"]
     assert room["source"] == "probe" and room["decisions"] > 0
     assert 0 <= room["with_room"] <= room["decisions"] and room["jobs_gained"] >= room["with_room"]
     assert not schedule_errors(fifo.raw)
-    pcp20 = cpd.simulate(eurora, jobs, "pcp20", "real", load_factor=6.0)
+    pcp20 = cpd.simulate(eurora, jobs, "pcp20", "real", load_factor=6.0, room=True)
     assert pcp20.summary["room"]["source"] == "stage2"
     stage2 = pcp20.summary["stage2"]
     assert sum(stage2["status"].values()) == sum(1 for d in pcp20.raw.decisions if d.stage2 is not None)
     assert not schedule_errors(pcp20.raw)
     columns = list(pcp20.decisions.columns)
     assert columns[-4:] == ["stage2", "stage2_ms", "stage2_variables", "stage2_gained"]
+
+
+def test_the_room_probe_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A diagnostic, not part of any decision: a default run never asks the second stage about a
+    baseline's starts (it cost about 2/3 of an EASY run on HPC2N) and gives the same schedule."""
+    eurora = cpd.System.preset("eurora")
+    jobs = cpd.generate_eurora(150, seed=2, mix="gpu-contended")
+    asked = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0, room=True)
+
+    def no_probe(*_: object) -> None:
+        raise AssertionError("the room probe ran")
+
+    monkeypatch.setattr(Pcp20Dispatcher, "placement_room", no_probe)
+    plain = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0)
+    assert "room" not in plain.summary and asked.summary["room"]["decisions"] > 0
+    assert plain.jobs.equals(asked.jobs)
 
 
 def test_the_probe_says_fluid_without_ordering_when_every_job_asks_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,7 +162,7 @@ def test_a_baseline_run_where_placement_cannot_matter_loads_no_cp_solver() -> No
     code = ("import sys, cpdispatch as cpd\n"
             "from cpdispatch.job import Job\n"
             "jobs = [Job(str(i), i, 30 + 20 * (i % 3), (1,), 50, 40) for i in range(40)]\n"
-            "r = cpd.simulate(cpd.System.preset('kth-sp2'), jobs, 'fifo')\n"
+            "r = cpd.simulate(cpd.System.preset('kth-sp2'), jobs, 'fifo', room=True)\n"
             "assert r.summary['room']['decisions'] > 0, r.summary['room']\n"
             "print(sorted(m for m in sys.modules if m.startswith(('ortools', 'cpdispatch.dispatchers.cp'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -90,7 +90,7 @@ def run_one(settings: dict[str, Any], out: str) -> dict[str, Any]:
             load_system(settings["workload"]["system"]),
             build_workload(settings), d["name"], settings["predictor"], d["options"],
             load_factor=settings["load_factor"], seed=settings["replica"],
-            kill_at_walltime=settings["kill_at_walltime"],
+            kill_at_walltime=settings["kill_at_walltime"], room=settings.get("room", False),
         )
         result.save(tmp, parquet=True, plots=False)
         (tmp / "schedule.csv").unlink()  # the parquet holds the same table, 5-10x smaller

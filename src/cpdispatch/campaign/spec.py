@@ -22,7 +22,7 @@ from ..workloads import LOAD_FACTOR_RANGE
 from ..workloads.generator import MIXES
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
-            "kill_at_walltime", "profile", "reference")
+            "kill_at_walltime", "room", "profile", "reference")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors")
 DISPATCHER_KEYS = ("name", "label", "options", "profile")
@@ -92,13 +92,12 @@ def load_campaign(path: str | Path) -> Campaign:
              if "load_factors" in w else factors for i, w in enumerate(workloads)]
     for w in workloads:
         w.pop("load_factors", None)
-    kill = data.get("kill_at_walltime", False)
-    if not isinstance(kill, bool):
-        raise InputError(where, None, "kill_at_walltime", "expected true or false")
+    kill, room = _bool(where, data, "kill_at_walltime"), _bool(where, data, "room")
     _check_names(where, dispatchers, predictors, workloads)
     runs = tuple(
         {"workload": w, "replica": k, "jitter": jitter if "path" in w else 0, "dispatcher": d, "predictor": p,
-         "load_factor": x, "kill_at_walltime": kill}
+         "load_factor": x, "kill_at_walltime": kill,
+         **({"room": True} if room else {})}  # absent when off: the keys of earlier campaigns stay
         for w, wl_factors in zip(workloads, loads)
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
         for d in dispatchers for p in predictors for x in wl_factors
@@ -124,6 +123,13 @@ def _list(where: str, data: dict[str, Any], key: str, default: list[Any] | None 
 def _int(where: str, key: str, value: object, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InputError(where, None, key, f"expected an integer >= {least}, got {value!r}")
+    return value
+
+
+def _bool(where: str, data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(where, None, key, f"expected true or false, got {value!r}")
     return value
 
 

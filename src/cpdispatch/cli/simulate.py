@@ -38,7 +38,7 @@ def run_simulation(
     record_instances: str | None = None,
     progress: bool | None = None,
     plots: bool = True,
-    room: bool = True,
+    room: bool = False,
 ) -> dict[str, Any]:
     """`cpdispatch simulate`: read the files, one `api.simulate` call, write the contract files;
     returns the summary and the raw result. The summary's `call` says how to repeat it in Python.
@@ -108,7 +108,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         fmt=args.format, options=options, limit=args.limit_jobs, skip=args.skip_jobs, seed=args.seed,
         load_factor=args.load_factor, kill_at_walltime=args.kill_at_walltime,
         charge_dispatch_time=args.charge_dispatch_time, strict=args.strict, record_instances=args.record_instances,
-        progress=False if args.no_progress else None, plots=not args.no_plots, room=not args.no_room,
+        progress=False if args.no_progress else None, plots=not args.no_plots, room=args.room,
     )
     summary = run["summary"]
     print(format_table([summary]))
@@ -205,9 +205,10 @@ def add_simulate(sub: Any) -> None:
     s.add_argument("--charge-dispatch-time", action="store_true",
                    help="delay the starts by the dispatcher's wall time (as on a real system)")
     s.add_argument("--strict", action="store_true", help=STRICT_HELP)
-    s.add_argument("--no-room", action="store_true",
-                   help="skip the room probe (summary.json 'room': would another placement of the jobs starting "
-                        "now let a queued job start earlier; one small model on some decisions)")
+    s.add_argument("--room", action=argparse.BooleanOptionalAction, default=False,
+                   help="also run the room probe, a diagnostic (summary.json 'room': would another placement of "
+                        "the jobs starting now let a queued job start earlier; one small model on some decisions: "
+                        "about 3x an EASY run's time on HPC2N)")
     s.add_argument("--record-instances", metavar="FILE.jsonl[.gz]", default=None,
                    help="save every dispatcher call's snapshot, for cpdispatch instances compare")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")

@@ -42,7 +42,7 @@ class SimOptions:
     kill_at_walltime: bool = False
     charge_dispatch_time: bool = False
     progress: bool | None = None  # None: a progress bar only on a terminal
-    room: bool = True  # measure the room a different placement would give (`room.RoomProbe`)
+    room: bool = False  # a diagnostic, off unless asked: the room another placement would give (`room.RoomProbe`)
 
 
 SnapshotHook = Callable[[Snapshot, Decision, float], None]
