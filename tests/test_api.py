@@ -71,7 +71,7 @@ def small() -> tuple[cpd.System, object]:
 def test_result_tables_match_the_files(tmp_path: Path) -> None:
     system, jobs = small()
     result = cpd.simulate(system, jobs, dispatcher="easy", load_factor=4.0)
-    result.save(tmp_path, parquet=True)
+    result.save(tmp_path, parquet=True, plots=True)
     on_disk = pd.read_csv(tmp_path / "schedule.csv", keep_default_na=False, dtype=str)
     assert list(on_disk.columns) == list(result.jobs.columns)
     assert len(on_disk) == len(result.jobs) == result.summary["jobs"]

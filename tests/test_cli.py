@@ -53,10 +53,12 @@ def test_simulate_writes_contract_files(tmp_path: Path) -> None:
         "time,queued,running,started,wall_ms,cpu_ms,status,variables,constraints,objective")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == 2 and summary["completed"] == 2
-    assert "room" not in summary and summary["options"]["room"] is False  # a diagnostic, asked with --room
+    # the room probe and the figures cost time every run: each only when asked
+    assert "room" not in summary and summary["options"]["room"] is False and not list(out.glob("*.png"))
     assert main(["simulate", "--system", "kth-sp2", "--workload", str(trace), "--dispatcher", "fifo",
-                 "--out", str(out), "--no-progress", "--overwrite", "--room"]) == 0
+                 "--out", str(out), "--no-progress", "--overwrite", "--room", "--plots"]) == 0
     assert json.loads((out / "summary.json").read_text())["room"]["source"] in ("probe", "none")
+    assert sorted(p.name for p in out.glob("*.png")) == ["queue.png", "utilization.png"]
 
 
 @pytest.mark.parametrize(

@@ -144,9 +144,9 @@ class Result:
                               d.constraints, d.objective, *stage2(d.stage2)) for d in self.raw.decisions],
                             columns=DECISION_COLUMNS)
 
-    def save(self, out: str | Path, *, parquet: bool = False, plots: bool = True) -> Path:
-        """Write what the CLI writes into `out`: schedule.csv, decisions.csv, summary.json and its
-        figures (`plots=False`: none); `parquet`: also schedule.parquet and decisions.parquet."""
+    def save(self, out: str | Path, *, parquet: bool = False, plots: bool = False) -> Path:
+        """Write what the CLI writes into `out`: schedule.csv, decisions.csv, summary.json; `plots`:
+        also its figures (as --plots); `parquet`: also schedule.parquet and decisions.parquet."""
         from .outputs import write_outputs
 
         path = Path(out)
