@@ -7,10 +7,11 @@ where it has the same rule.
   CEA-Curie, EASY                 whole trace (312,826 jobs), walltime
   HPC2N stretch, pcp20            jobs 120,001-150,000, last2
 
-Ours run with the default flags of `cpdispatch simulate` (schedule.csv, decisions.csv,
-summary.json and the two plots written; the progress bar is off, as it is off a terminal), so a
-diagnostic left on by default shows here. Each cell is the median of --repeats runs (default 3),
-interleaved (every command and version once, then again), one process at a time; wall = the whole
+Ours run with the default flags of `cpdispatch simulate` (the progress bar off, as off a
+terminal), so what a default run pays shows here: before this issue, the room probe and the two
+plots. The last three rows run both versions like for like, without them (--no-plots --no-room).
+Each cell is the median of --repeats runs (default 3), interleaved (every command and version
+once, then again), one process at a time; wall = the whole
 process, spawn to exit; CPU and peak RSS from wait4, as /usr/bin/time. "before / now" is the
 ratio of the medians (> 1: now is faster). "same schedule" compares the SHA-256 of schedule.csv of
 now and before, run by run. AccaSim's EASY does not run HPC2N (see COMMANDS), so the HPC2N EASY
@@ -19,7 +20,7 @@ under EASY.
 
 Usage: python benchmarks/bench_commands.py [--quick] [--repeats N] [--before REF | --no-before]
                                            [--skip-accasim] [--only REGEX]
-  --quick          the KTH-SP2 rows only
+  --quick          the KTH-SP2 rows only (with AccaSim, about 5 minutes)
   --before REF     the code to compare with (default: the commit before issue 36)
   --only REGEX     the rows whose label it matches, e.g. --only 'curie|stretch' or --only '^HPC2N, EASY$'
 AccaSim runs from benchmarks/.accasim-venv (made on first use; see bench_vs_accasim.py).
@@ -78,14 +79,15 @@ KTH_FIFO, KTH_EASY, HPC2N_FIFO = CASES
 COMMANDS = (
     Command("KTH-SP2, FIFO", KTH_FIFO.trace, "kth-sp2", "fifo", accasim=KTH_FIFO, quick=True),
     Command("KTH-SP2, EASY", KTH_EASY.trace, "kth-sp2", "easy", accasim=KTH_EASY, quick=True),
-    # the plots cost about a second a run, a third of these: the same two without them
-    Command("KTH-SP2, FIFO, --no-plots", KTH_FIFO.trace, "kth-sp2", "fifo", accasim=KTH_FIFO, quick=True,
-            flags=("--no-plots",)),
-    Command("KTH-SP2, EASY, --no-plots", KTH_EASY.trace, "kth-sp2", "easy", accasim=KTH_EASY, quick=True,
-            flags=("--no-plots",)),
     Command("HPC2N, EASY", HPC2N_FIFO.trace, "hpc2n", "easy"),
     Command("CEA-Curie, EASY", "CEA-Curie-2011-2.1-cln", "cea-curie", "easy"),
     Command("HPC2N stretch, pcp20", HPC2N_FIFO.trace, "hpc2n", "pcp20", "last2", skip=120_000, limit=30_000),
+    # like for like: the before code without its default plots and room probe (flags now accepts as no-ops)
+    Command("KTH-SP2, FIFO, --no-plots --no-room", KTH_FIFO.trace, "kth-sp2", "fifo", accasim=KTH_FIFO, quick=True,
+            flags=("--no-plots", "--no-room")),
+    Command("KTH-SP2, EASY, --no-plots --no-room", KTH_EASY.trace, "kth-sp2", "easy", accasim=KTH_EASY, quick=True,
+            flags=("--no-plots", "--no-room")),
+    Command("HPC2N, EASY, --no-plots --no-room", HPC2N_FIFO.trace, "hpc2n", "easy", flags=("--no-plots", "--no-room")),
 )
 GOALS = {"KTH-SP2, FIFO": 10.0, "KTH-SP2, EASY": 4.0}  # x AccaSim's wall time, median of three
 GUARD = 5.5  # whole HPC2N under EASY: x AccaSim's jobs/s on KTH-SP2 under EASY
@@ -164,7 +166,8 @@ def fmt_cell(cell: Cell) -> str:
     return f"{cell.median('wall'):.1f} ({lo:.1f}-{hi:.1f})"
 
 
-def table(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_jps: float | None) -> list[str]:
+def table(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_jps: float | None,
+          before_ref: str) -> list[str]:
     head = ("| command | simulator | jobs | wall s, median (min-max) | CPU s | jobs/s | peak RSS MB | before / now "
             "| AccaSim / now | same schedule as before |")
     rows = [head, "|" + "---|" * 10]
@@ -184,9 +187,9 @@ def table(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_
                     same = "yes" if set(before.hashes) == set(cell.hashes) and len(set(cell.hashes)) == 1 else "NO"
                 if acc is not None and acc.wall:
                     speedup = f"{acc.median('wall') / wall:.1f}x"
-                if cmd.label == "HPC2N, EASY" and kth_easy_jps:
+                if cmd.label.startswith("HPC2N, EASY") and kth_easy_jps:
                     speedup = f"jobs/s: {jps / kth_easy_jps:.1f}x its KTH-SP2 EASY"
-            name = {"now": "cpdispatch, now", "before": f"cpdispatch, before ({BEFORE})"}.get(version, version)
+            name = {"now": "cpdispatch, now", "before": f"cpdispatch, before ({before_ref})"}.get(version, version)
             if cell.room:
                 name += ", room probe"
             rows.append(f"| {cmd.label} | {name} | {cell.jobs:,} | {fmt_cell(cell)} | {cell.median('cpu'):.1f} | "
@@ -197,7 +200,7 @@ def table(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_
 def verdicts(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_jps: float | None) -> list[str]:
     out = []
     for cmd in commands:
-        goal = GOALS.get(cmd.label.removesuffix(", --no-plots"))
+        goal = GOALS.get(cmd.label)
         now, acc = cells.get((cmd.label, "now")), accasim_cell(cmd, cells)
         if goal and now and acc and now.wall and acc.wall:
             x = acc.median("wall") / now.median("wall")
@@ -248,7 +251,7 @@ def main() -> None:
                                capture_output=True)
     kth = accasim_cell(COMMANDS[1], cells)
     kth_easy_jps = kth.jobs / kth.median("wall") if kth and kth.wall else None
-    print("\n".join(table(commands, cells, kth_easy_jps)))
+    print("\n".join(table(commands, cells, kth_easy_jps, args.before)))
     print()
     print("\n".join(verdicts(commands, cells, kth_easy_jps)))
     print(f"\n{args.repeats} runs per cell, interleaved; 1-min load average before/after: {load0:.1f}/"
