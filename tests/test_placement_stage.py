@@ -90,7 +90,7 @@ def test_the_room_probe_counts_what_the_second_stage_would_move() -> None:
 
 def test_the_room_probe_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A diagnostic, not part of any decision: a default run never asks the second stage about a
-    baseline's starts (it cost about 2/3 of an EASY run on HPC2N) and gives the same schedule."""
+    baseline's starts, and gives the same schedule."""
     eurora = cpd.System.preset("eurora")
     jobs = cpd.generate_eurora(150, seed=2, mix="gpu-contended")
     asked = cpd.simulate(eurora, jobs, "fifo", "real", load_factor=6.0, room=True)
