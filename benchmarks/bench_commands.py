@@ -112,6 +112,9 @@ class Cell:
     def median(self, what: str) -> float:
         return statistics.median(getattr(self, what))
 
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.median("wall")
+
 
 def accasim_cell(cmd: Command, cells: dict[tuple[str, str], Cell]) -> Cell | None:
     """AccaSim's runs of `cmd`'s rule, shared by the rows that differ only in our flags."""
@@ -120,21 +123,14 @@ def accasim_cell(cmd: Command, cells: dict[tuple[str, str], Cell]) -> Cell | Non
     return cells.setdefault((f"{cmd.accasim.trace} {cmd.accasim.dispatcher}", "AccaSim 1.1.3"), Cell())
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def run_ours(cmd: Command, env: dict[str, str], tmp: Path, cell: Cell) -> None:
     out = tmp / "out"
     wall, cpu, rss = measured([sys.executable, *cmd.args(out)], tmp / "ours.log", env)
     summary = json.loads((out / "summary.json").read_text())
     cell.add(wall, cpu, rss)
     cell.jobs, cell.room = summary["jobs"], "room" in summary
-    cell.hashes.append(sha256(out / "schedule.csv"))
+    with open(out / "schedule.csv", "rb") as f:
+        cell.hashes.append(hashlib.file_digest(f, "sha256").hexdigest())
     shutil.rmtree(out)
 
 
@@ -177,8 +173,7 @@ def table(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_easy_
             cell = acc if version == "AccaSim 1.1.3" else cells.get((cmd.label, version))
             if cell is None or not cell.wall:
                 continue
-            wall = cell.median("wall")
-            jps = cell.jobs / wall
+            wall, jps = cell.median("wall"), cell.jobs_per_s()
             ratio_before = speedup = same = ""
             if version == "now":
                 before = cells.get((cmd.label, "before"))
@@ -208,7 +203,7 @@ def verdicts(commands: list[Command], cells: dict[tuple[str, str], Cell], kth_ea
             out.append(f"{cmd.label}: {x:.1f}x AccaSim's wall time (goal {goal:g}x: {verdict})")
     now = cells.get(("HPC2N, EASY", "now"))
     if now and now.wall and kth_easy_jps:
-        x = now.jobs / now.median("wall") / kth_easy_jps
+        x = now.jobs_per_s() / kth_easy_jps
         out.append(f"HPC2N, EASY: {x:.1f}x AccaSim's jobs/s on KTH-SP2 under EASY (goal {GUARD:g}x: "
                    f"{'met' if x >= GUARD else 'NOT met'})")
     return out
@@ -231,8 +226,9 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as d:
         tmp = Path(d)
-        envs = versions(None if args.no_before else args.before, tmp)
+        envs: dict[str, dict[str, str]] = {}
         try:
+            envs = versions(None if args.no_before else args.before, tmp)
             for rep in range(1, args.repeats + 1):
                 for cmd in commands:
                     for version, env in envs.items():
@@ -245,12 +241,12 @@ def main() -> None:
                         acc, _ = run_accasim(cmd.accasim, tmp, py)  # type: ignore[arg-type]
                         acc_cell.add(acc.wall_s or 0.0, acc.cpu_s or 0.0, acc.rss_mb or 0.0)
                         acc_cell.jobs = acc.jobs or 0
-        finally:
-            if "before" in envs:
+        finally:  # also when the warm-up failed: no stale worktree left registered
+            if (tmp / "before").exists():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tmp / "before")],
                                capture_output=True)
     kth = accasim_cell(COMMANDS[1], cells)
-    kth_easy_jps = kth.jobs / kth.median("wall") if kth and kth.wall else None
+    kth_easy_jps = kth.jobs_per_s() if kth and kth.wall else None
     print("\n".join(table(commands, cells, kth_easy_jps, args.before)))
     print()
     print("\n".join(verdicts(commands, cells, kth_easy_jps)))
