@@ -113,6 +113,15 @@ def test_easy_protects_the_reservation_and_backfills_harmless_jobs() -> None:
     assert decide("fifo", easy_snapshot()) == []
 
 
+def test_easy_sjf_tries_the_shortest_candidates_first() -> None:
+    # d (50 s) is tried before b and c (200 s): it takes one core of node 1 until 50; c still fits
+    # in the extra core, b (two cores past the shadow time) still may not start.
+    assert decide("easy-sjf", easy_snapshot()) == [("d", (1,)), ("c", (1,))]
+    # b of one unit fits in the extra; shortest first, d takes the free core, leaving none for b.
+    assert decide("easy", easy_snapshot(b_units=1)) == [("b", (1,)), ("d", (1,))]
+    assert decide("easy-sjf", easy_snapshot(b_units=1)) == [("d", (1,)), ("b", (1,))]
+
+
 def test_easy_long_job_within_the_extra_is_accepted() -> None:
     assert decide("easy", easy_snapshot(b_units=1)) == [("b", (1,)), ("d", (1,))]
 
@@ -270,7 +279,7 @@ def ref_order(s: Snapshot, key: Callable[[QueuedJob], Any], alloc_name: str, ski
     return out
 
 
-def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
+def ref_easy(s: Snapshot, alloc_name: str = "first-fit", shortest_first: bool = False) -> Starts:
     alloc, cap, now, free = get_allocator(alloc_name), s.system.capacity, s.time, s.free.copy()
     queue = sorted(s.queued, key=lambda q: q.job.submit)
     out: Starts = []
@@ -298,7 +307,8 @@ def ref_easy(s: Snapshot, alloc_name: str = "first-fit") -> Starts:
         if alloc(avail, cap, head.req, head.units, head.one_per_node) is not None:  # reserve the head's nodes
             shadow, extra = t, avail
             break
-    for q in queue[k + 1:]:
+    behind = sorted(queue[k + 1:], key=lambda q: q.predicted) if shortest_first else queue[k + 1:]
+    for q in behind:
         j = q.job
         if shadow is None or now + q.predicted <= shadow:
             nodes = alloc(free, cap, j.req, j.units, j.one_per_node)
@@ -327,6 +337,7 @@ REFERENCES: dict[str, Callable[[Snapshot, str], Starts]] = {
     "sjf": lambda s, a: ref_order(s, lambda q: q.predicted, a, False),
     "ljf": lambda s, a: ref_order(s, lambda q: -q.predicted, a, False),
     "easy": ref_easy,
+    "easy-sjf": lambda s, a: ref_easy(s, a, shortest_first=True),
     "pbs": lambda s, a: ref_pbs(s, {"default": 1800, "q1": 60}, a),
 }
 

@@ -45,7 +45,7 @@ def mk(
 
 
 def test_registry_names_and_classes() -> None:
-    assert PREDICTORS == ["walltime", "real", "last2", "datadriven"]
+    assert PREDICTORS == ["walltime", "real", "last2", "datadriven", "learned"]
     for n in PREDICTORS:
         p = make_predictor(n)
         assert isinstance(p, Predictor) and p.name == n
@@ -58,7 +58,7 @@ def test_registry_names_and_classes() -> None:
 
 
 def test_registry_errors_name_the_known_predictors() -> None:
-    with pytest.raises(CpdispatchError, match="walltime, real, last2, datadriven, last2-pcp21"):
+    with pytest.raises(CpdispatchError, match="walltime, real, last2, datadriven, learned, last2-pcp21"):
         make_predictor("oracle")
     with pytest.raises(CpdispatchError, match="bad options"):
         make_predictor("walltime", foo=1)
@@ -375,6 +375,7 @@ ONLINE: list[tuple[str, dict[str, Any]]] = [
     ("last2", {"bug_compatible": True}),
     ("datadriven", {}),
     ("datadriven", {"match_walltime": True}),
+    ("learned", {"refit_every": 3}),  # refits within a short stream
 ]
 
 
@@ -402,6 +403,25 @@ def test_predictions_never_read_unobserved_runtimes(specs: list[Spec]) -> None:
 
 
 @settings(max_examples=150, deadline=None)
+@given(job_specs, st.integers(0, 80))
+def test_predictions_never_move_when_later_runtimes_change(specs: list[Spec], cut: int) -> None:
+    """Changing the run times of the jobs that end after the `cut`-th event leaves every
+    prediction made before it as it was: nothing is learned from the future."""
+    jobs, events = stream(specs)
+    cut = min(cut, len(events))
+    for name, opts in ONLINE:
+        a, b = make_predictor(name, **opts), make_predictor(name, **opts)
+        for e, (kind, i, now) in enumerate(events):
+            if kind == "p":
+                pa, pb = a.predict(jobs[i], now), b.predict(jobs[i], now)
+                if e < cut:
+                    assert pa == pb, (name, e)
+            else:
+                a.observe(jobs[i], jobs[i].runtime, now)
+                b.observe(jobs[i], jobs[i].runtime if e < cut else jobs[i].runtime * 3 + 77, now)
+
+
+@settings(max_examples=150, deadline=None)
 @given(job_specs)
 def test_predictions_depend_only_on_observed_jobs(specs: list[Spec]) -> None:
     """Each prediction equals that of a fresh predictor fed only the ends seen before it."""
@@ -423,6 +443,67 @@ def test_predictions_depend_only_on_observed_jobs(specs: list[Spec]) -> None:
 def test_datadriven_matches_reference_scans(specs: list[Spec]) -> None:
     jobs, events = stream(specs)
     assert run(DataDrivenPredictor(), jobs, events) == run(ReferenceDataDriven(), jobs, events)
+
+
+# -- learned ---------------------------------------------------------------------------------------
+
+
+def _feed(p: Predictor, jobs: list[Job]) -> list[int]:
+    """Zero-wait on-line replay: each job predicted at its submission, observed at its end."""
+    ends: list[tuple[int, int]] = []
+    preds = []
+    for i, j in enumerate(jobs):
+        while ends and ends[0][0] <= j.submit:
+            t, k = heapq.heappop(ends)
+            p.observe(jobs[k], jobs[k].runtime, t)
+        preds.append(p.predict(j, j.submit))
+        heapq.heappush(ends, (j.submit + j.runtime, i))
+    return preds
+
+
+def test_learned_is_the_walltime_until_its_first_fit_then_learns_a_ratio() -> None:
+    """Every user runs 30 % of what they ask: before `refit_every` ends it predicts the request,
+    after a few refits it is within 2 % of the run time, for users it has never seen too."""
+    jobs = [Job(str(i), 100 * i, 1, (1,), w, w * 3 // 10, f"u{i % 7}") for i, w in
+            enumerate(1000 + 37 * (i % 50) for i in range(1200))]
+    preds = _feed(make_predictor("learned", refit_every=100), jobs)
+    assert preds[:100] == [j.estimate for j in jobs[:100]]
+    assert all(abs(p - j.runtime) <= 0.02 * j.runtime for p, j in zip(preds[600:], jobs[600:], strict=True))
+    fresh = Job("new", 10**6, 1, (1,), 2000, 600, "stranger")
+    assert abs(make_predictor("learned", refit_every=100).predict(fresh, 0) - 2000) == 0  # nothing learned yet
+
+
+def test_learned_caps_at_the_estimate_and_corrects_overruns() -> None:
+    p = make_predictor("learned", refit_every=1)
+    for i in range(20):  # everyone runs past their request: the fit would predict above it
+        p.observe(mk(i, walltime=100, runtime=500), 500, i) if p.predict(mk(i, walltime=100), i) else None
+    assert p.predict(mk(99, walltime=100), 50) == 100
+    assert p.corrects_running and p.extend(mk(walltime=10_000), 400, 300) == 900  # the next rung
+    assert p.predict(mk(100, walltime=0, runtime=0), 60) == 0
+
+
+def test_learned_options_are_checked() -> None:
+    for bad in ({"quantile": 1.0}, {"quantile": 0}, {"window": 0}, {"refit_every": 0}, {"ridge": -1}):
+        with pytest.raises(CpdispatchError, match="predictor 'learned'"):
+            make_predictor("learned", **bad)
+
+
+@needs_traces
+def test_learned_on_kth_beats_last2_and_its_asymmetry_works() -> None:
+    """On the whole KTH-SP2 trace (zero-wait replay): lower mean absolute error than last-two with
+    a lower under-estimation rate; a higher `quantile` under-estimates less often."""
+    jobs = _load_kth()
+    run_s = [j.runtime for j in jobs]
+
+    def score(p: Predictor) -> tuple[float, float]:
+        preds = _feed(p, jobs)
+        mae = sum(abs(a - b) for a, b in zip(preds, run_s, strict=True)) / len(jobs)
+        return mae, sum(a < b for a, b in zip(preds, run_s, strict=True)) / len(jobs)
+
+    last2, learned = score(make_predictor("last2")), score(make_predictor("learned"))
+    assert learned[0] < last2[0] and learned[1] <= last2[1], (learned, last2)
+    low, high = score(make_predictor("learned", quantile=0.4)), score(make_predictor("learned", quantile=0.8))
+    assert high[1] < learned[1] < low[1]
 
 
 # -- a real trace ----------------------------------------------------------------------------------
@@ -473,3 +554,26 @@ def test_kth_replay() -> None:
         band[name], tsafrir[name] = inside / len(jobs), acc / len(jobs)
     for name in ("last2", "datadriven"):
         assert band[name] > band["walltime"] and tsafrir[name] > tsafrir["walltime"], (band, tsafrir)
+
+
+@needs_traces
+def test_learned_in_a_simulation_never_sees_later_jobs() -> None:
+    """KTH-SP2's first 4,000 jobs under EASY: giving every job submitted after the median submit
+    another run time changes no prediction made up to then (schedule.csv's `predicted`)."""
+    from cpdispatch.dispatchers import make_dispatcher
+    from cpdispatch.simulator import SimOptions, simulate
+    from cpdispatch.system import load_system
+    from cpdispatch.workloads.base import Workload
+
+    jobs = _load_kth()[:4000]
+    cut = jobs[len(jobs) // 2].submit
+    changed = [j if j.submit <= cut else replace(j, runtime=min(j.runtime * 2 + 60, j.estimate)) for j in jobs]
+
+    def predicted(js: list[Job]) -> dict[str, int | None]:
+        result = simulate(load_system("kth-sp2"), Workload("kth", js), make_dispatcher("easy"),
+                          make_predictor("learned", refit_every=100), SimOptions(progress=False))
+        return {r.job.id: r.predicted for r in result.records if r.job.submit <= cut}
+
+    before, after = predicted(jobs), predicted(changed)
+    assert len(before) >= 2000 and before == after
+    assert len(set(before.values())) > 100  # it did learn: not just the requested times

@@ -18,7 +18,7 @@ from cpdispatch.validate import schedule_errors
 
 from .strategies import systems, workloads
 
-BASELINES = ["fifo", "sjf", "ljf", "easy", "pbs"]
+BASELINES = ["fifo", "sjf", "ljf", "easy", "easy-sjf", "pbs"]
 #: CP dispatchers run with a small deterministic budget so that examples stay quick and reproducible.
 CP = {name: {"deterministic_time": "0.2", "workers": "1"} for name in
       ["hcp", "hcp1", "hcp2", "hcp3", "pcp1", "pcp2", "pcp3", "pcp20", "eurora14"]}
@@ -35,7 +35,8 @@ def _fingerprint(result):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("name", _names())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(data=st.data(), kill=st.booleans(), predictor=st.sampled_from(["walltime", "real", "last2", "datadriven"]))
+@given(data=st.data(), kill=st.booleans(),
+       predictor=st.sampled_from(["walltime", "real", "last2", "datadriven", "learned"]))
 def test_valid_and_deterministic(name: str, data: st.DataObject, kill: bool, predictor: str) -> None:
     system = data.draw(systems())
     workload = data.draw(workloads(system))

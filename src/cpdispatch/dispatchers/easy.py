@@ -166,6 +166,7 @@ class Easy(Dispatcher):
     summary = "EASY backfilling: FIFO plus backfill that never delays the first blocked job's reservation"
     options = (ALLOCATOR_OPTION,)
     allocator: str
+    shortest_first = False  # the order of the backfill candidates: queue order (EASY)
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
@@ -202,7 +203,7 @@ class Easy(Dispatcher):
             self._no_weights(ntypes) if weights is None else weights.astype(np.float64), snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
-            running.arrays(),
+            running.arrays(), self.shortest_first,
         )
         if not len(positions):
             return Decision()
@@ -236,3 +237,14 @@ class Easy(Dispatcher):
         if self._capacity is None or self._capacity[0] is not system:
             self._capacity = (system, np.array(system.capacity, dtype=np.int64, order="C"))
         return self._capacity[1]
+
+
+@registered()
+class EasySjf(Easy):
+    """EASY++'s backfilling (Tsafrir, Etsion & Feitelson 2007): the same reservation for the head,
+    but the candidates behind it are tried shortest predicted first, so a good prediction lets
+    more short jobs through before long ones take the holes."""
+
+    name = "easy-sjf"
+    summary = "EASY backfilling whose candidates are tried shortest predicted first (EASY++'s order)"
+    shortest_first = True

@@ -237,11 +237,21 @@ def _next_start(
 
 
 @njit(cache=True)
+def _shortest_first(
+    order: np.ndarray, first: int, n_queue: int, live: np.ndarray, predicted: np.ndarray
+) -> np.ndarray:
+    """The live positions from queue index `first` on, by predicted duration (stable)."""
+    rest = order[first:n_queue] if order.shape[0] else np.arange(first, n_queue)
+    rest = rest[live[rest]]
+    return rest[np.argsort(predicted[rest], kind="mergesort")]
+
+
+@njit(cache=True)
 def easy_pass(
     free: np.ndarray, capacity: np.ndarray, best: bool, weights: np.ndarray, now: int,
     live: np.ndarray, order: np.ndarray, units: np.ndarray, predicted: np.ndarray, shape: np.ndarray,
     shapes: np.ndarray, shape_live: np.ndarray, fit: np.ndarray, known: np.ndarray, last_free: np.ndarray,
-    running: tuple,
+    running: tuple, shortest_first: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One EASY pass over the live queue positions, in `order` (empty: position order). Returns
     the started positions, their nodes (one per unit, all starts together) and each start's
@@ -257,7 +267,8 @@ def easy_pass(
     when a later job first fits now; that job and the later ones start, in queue order, if they
     fit now and either end (now + predicted) by the shadow time or fit within the extra too (then
     they use it up as well), so the head's start is never delayed. Without a shadow time (the
-    head never fits) nothing is protected.
+    head never fits) nothing is protected. With `shortest_first` (EASY++'s backfilling), the jobs
+    behind the head are tried in order of predicted duration instead (ties: queue order).
     """
     n_types, n_queue = free.shape[1], (order.shape[0] if order.shape[0] else units.shape[0])
     _sort_new(running[0], running[7], running[8])
@@ -291,6 +302,11 @@ def easy_pass(
                 _count(fit, known, free, shapes, shape[i])
             if units[i] > fit[shape[i]]:
                 head, search = i, idx + 1
+                if shortest_first:
+                    order = _shortest_first(order, idx + 1, n_queue, live, predicted)
+                    n_queue, search = order.shape[0], 0
+                    if n_queue == 0:
+                        break
         elif shadow == -2:  # the first job to backfill: reserve for the head (before any backfill)
             fifo = started[:n_started]
             shadow, extra = _reserve(

@@ -10,6 +10,7 @@ from ..job import Job
 from .base import Predictor
 from .datadriven import DataDrivenPredictor
 from .last2 import Last2PCP21Predictor, Last2Predictor
+from .learned import LearnedPredictor
 from .real import RealPredictor
 from .walltime import WalltimePredictor
 
@@ -18,6 +19,7 @@ _CLASSES: dict[str, type[Predictor]] = {
     "real": RealPredictor,
     "last2": Last2Predictor,
     "datadriven": DataDrivenPredictor,
+    "learned": LearnedPredictor,
 }
 
 PREDICTORS: list[str] = list(_CLASSES)
@@ -108,6 +110,7 @@ __all__ = [
     "DataDrivenPredictor",
     "Last2PCP21Predictor",
     "Last2Predictor",
+    "LearnedPredictor",
     "Predictor",
     "RealPredictor",
     "WalltimePredictor",

@@ -1,0 +1,195 @@
+"""A run-time predictor learned on-line, in the spirit of Gaussier et al. (SC'15).
+
+A linear model over features known at submission (the user's recent run times and their means,
+the requested time and processors, the user's unfinished jobs, the time of day and of the week),
+fitted on-line in log-seconds with the pinball (quantile) loss as each job finishes.
+
+Why these choices:
+- log-seconds: run times span six orders of magnitude; in log space a minute's error on a short
+  job weighs as much as an hour's on a long one, which is what a dispatcher cares about.
+- pinball loss of level `quantile` = tau: the tunable asymmetry. Under-estimating costs tau, over-
+  estimating 1 - tau per unit of error, so tau > 0.5 punishes under-estimation tau / (1 - tau) times
+  harder. Quantiles commute with the monotone map back to seconds, so the model predicts the
+  tau-quantile of the run time itself (tau = 0.5: the median, the minimiser of absolute error).
+- RMSProp steps: the workload drifts over a multi-year trace; an optimiser whose step decays as
+  1/sqrt(t) (AdaGrad, SC'15's NAG) stops following it.
+- Plain Python over ~20 floats: a predict and an update cost a few microseconds each, where a
+  library's per-call overhead (river, scikit-learn's partial_fit, LightGBM) is 10-100x that;
+  `benchmarks/bench_predictors.py` measures both, side by side.
+- Time of day and week as sine and cosine: the trace's time origin (time zone, epoch) is unknown to
+  the predictor, and for a linear model a phase shift is only a change of weights.
+
+The user's "unfinished jobs" (queued or running) stand in for SC'15's "running jobs": the
+predictor sees submissions and completions, not starts, and must not depend on the dispatcher.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..job import Job
+from .base import Predictor
+from .correction import LADDER, raise_prediction
+
+_DAY, _WEEK = 86_400.0, 7 * 86_400.0
+_TAU = 2 * math.pi
+
+
+def _log(x: float) -> float:
+    return math.log1p(max(x, 0.0))
+
+
+def _size(job: Job) -> int:
+    """Processors asked (units x the first type: cores on every preset)."""
+    return job.units * (job.req[0] if job.req else 1)
+
+
+@dataclass(slots=True)
+class _User:
+    """What the predictor knows of one user: finished jobs' run times and unfinished jobs."""
+
+    last: deque[int] = field(default_factory=lambda: deque(maxlen=3))
+    log_sum: float = 0.0  # sum of log1p(run time) over all finished jobs
+    done: int = 0
+    unfinished: int = 0
+    unfinished_size: int = 0
+    last_submit: int | None = None
+    by_request: dict[int, int] = field(default_factory=dict)  # requested time -> last run time
+    by_name: dict[str, int] = field(default_factory=dict)  # executable -> last run time
+    last_request: int = 0  # requested time of the last finished job
+
+
+FEATURES: tuple[str, ...] = (
+    "bias", "log_request", "log_size",
+    "has_last1", "log_last1", "has_last2", "log_last2", "has_last3", "log_last3",
+    "log_last2_prediction", "mean_log_all",
+    "has_same_request", "log_same_request", "has_same_name", "log_same_name",
+    "log_last_request", "same_request_as_last", "log_unfinished", "log_unfinished_size", "log_since_last_submit",
+    "day_sin", "day_cos", "week_sin", "week_cos",
+)
+
+
+class LearnedPredictor(Predictor):
+    """On-line linear quantile regression of log run time; never above the job's estimate.
+
+    Every `refit_every` finished jobs the model is refitted on the last `window` finished jobs:
+    slopes by ridge least squares, then the intercept that minimises the pinball loss of level
+    `quantile` (the `quantile`-quantile of the residuals), so `quantile` (tau in (0, 1)) is the
+    asymmetry: 0.5 the median. Until `refit_every` jobs have finished it predicts the estimate.
+    `ladder`: Tsafrir's correction of running jobs that outlive their prediction, as for last2.
+    """
+
+    name = "learned"
+    corrects_running = True
+
+    def __init__(
+        self,
+        quantile: float = 0.6,
+        window: int = 20_000,
+        refit_every: int = 500,
+        ridge: float = 1.0,
+        iterations: int = 3,
+        ladder: tuple[int, ...] = LADDER,
+    ) -> None:
+        if not 0.0 < quantile < 1.0:
+            raise ValueError("quantile must be in (0, 1)")
+        if window < 1 or refit_every < 1 or ridge < 0:
+            raise ValueError("window and refit_every must be >= 1, ridge >= 0")
+        if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
+            raise ValueError("ladder must be strictly increasing positive seconds")
+        self.quantile, self.window, self.refit_every, self.ridge = quantile, window, refit_every, ridge
+        self.ladder = tuple(ladder)
+        self.iterations = iterations
+        n = len(FEATURES)
+        self.weights = [0.0] * n
+        self.weights[1] = 1.0  # before the first fit: "the requested time", the walltime predictor
+        self._x = np.zeros((window, n))
+        self._y = np.zeros(window)
+        self._seen = 0  # finished jobs learned from
+        self._users: dict[str, _User] = {}
+        self._pending: dict[str, tuple[list[float], int]] = {}  # job id -> features, size
+
+    # -- features -------------------------------------------------------------------------------
+
+    def features(self, job: Job, now: int) -> list[float]:
+        """The feature vector of `job` submitted at `now` (in `FEATURES` order), from what is known
+        at `now` only. A value the user's history cannot give yet is the requested time, flagged."""
+        u = self._users.get(job.user) or _User()
+        req = _log(job.estimate)
+        x = [1.0, req, _log(_size(job))]
+        last = list(u.last)
+        for i in range(3):  # most recent first
+            x += [1.0, _log(last[-1 - i])] if i < len(last) else [0.0, req]
+        two = last[-2:]
+        x.append(_log(min(-(-sum(two) // len(two)), job.estimate)) if two else req)  # last2's prediction
+        x.append(u.log_sum / u.done if u.done else req)
+        for seen in (u.by_request.get(job.estimate), u.by_name.get(job.name) if job.name else None):
+            x += [1.0, _log(seen)] if seen is not None else [0.0, req]
+        x += [_log(u.last_request), float(u.last_request == job.estimate)] if u.done else [req, 0.0]
+        since = now - u.last_submit if u.last_submit is not None else 30 * _DAY
+        x += [_log(u.unfinished), _log(u.unfinished_size), _log(since)]
+        d, w = _TAU * (now % _DAY) / _DAY, _TAU * (now % _WEEK) / _WEEK
+        x += [math.sin(d), math.cos(d), math.sin(w), math.cos(w)]
+        return x
+
+    # -- Predictor ------------------------------------------------------------------------------
+
+    def predict(self, job: Job, now: int) -> int:
+        x = self.features(job, now)
+        u = self._users.setdefault(job.user, _User())
+        size = _size(job)
+        u.unfinished += 1
+        u.unfinished_size += size
+        u.last_submit = now
+        self._pending[job.id] = (x, size)
+        y = sum(w * v for w, v in zip(self.weights, x, strict=True))
+        pred = round(math.expm1(min(y, 40.0)))
+        return max(1, min(pred, job.estimate)) if job.estimate > 0 else 0
+
+    def observe(self, job: Job, runtime: int, now: int) -> None:
+        pending = self._pending.pop(job.id, None)
+        u = self._users.setdefault(job.user, _User())
+        if pending is not None:
+            x, size = pending
+            u.unfinished -= 1
+            u.unfinished_size -= size
+            self._learn(x, _log(runtime))
+        u.last.append(runtime)
+        u.log_sum += _log(runtime)
+        u.done += 1
+        u.by_request[job.estimate] = runtime
+        u.last_request = job.estimate
+        if job.name:
+            u.by_name[job.name] = runtime
+
+    def extend(self, job: Job, elapsed: int, predicted: int) -> int:
+        return raise_prediction(job, elapsed, predicted, self.ladder)
+
+    def _learn(self, x: list[float], y: float) -> None:
+        """Remember (x, y); refit on the window every `refit_every` jobs."""
+        k = self._seen % self.window
+        self._x[k], self._y[k] = x, y
+        self._seen += 1
+        if self._seen % self.refit_every == 0:
+            self._fit()
+
+    def _fit(self) -> None:
+        """Quantile regression by iteratively reweighted least squares (a few steps from the
+        last weights): the pinball loss sum(rho_tau(r)) equals a weighted square sum with weights
+        rho_tau(r) / r^2, so each step solves a weighted ridge problem."""
+        n = min(self._seen, self.window)
+        x, y = self._x[:n], self._y[:n]
+        tau = self.quantile
+        w = np.asarray(self.weights)
+        shrink = np.full(len(w), self.ridge)
+        shrink[0] = 0.0  # the intercept is not shrunk
+        for _ in range(self.iterations):
+            r = y - x @ w
+            a = np.where(r > 0, tau, 1.0 - tau) / np.maximum(np.abs(r), 0.05)
+            xa = x * a[:, None]
+            w = np.linalg.solve(xa.T @ x + np.diag(shrink), xa.T @ y)
+        self.weights = w.tolist()
