@@ -13,7 +13,8 @@ import importlib
 #: name -> module under `cpdispatch.dispatchers`; a module under `cp.` holds a CP dispatcher
 HOMES: dict[str, str] = {
     "fifo": "queue_order", "sjf": "queue_order", "ljf": "queue_order",
-    "easy": "easy", "easy-sjf": "easy",
+    "easy": "easy", "easy-sjf": "easy", "conservative": "conservative",
+    "slurm-backfill": "slurm_backfill",
     "pbs": "pbs",
     "hcp": "cp.hcp", "hcp1": "cp.hcp", "hcp2": "cp.hcp", "hcp3": "cp.hcp", "hcp19": "cp.hcp",
     "pcp20": "cp.pcp20.dispatcher",

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from typing import ClassVar
 
 import numpy as np
 
 from ..allocators import get_allocator
 from ..snapshot import Decision, LiveView, RunningJob, Snapshot, Start
 from ..system import System
-from .base import Dispatcher, registered
+from .base import Dispatcher, Option, registered
 from .queue_order import ALLOCATOR_OPTION, LiveQueueCache
 
 #: `order` for the kernel when FIFO order is queue order.
@@ -160,25 +161,62 @@ def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
-@registered()
-class Easy(Dispatcher):
-    name = "easy"
-    summary = "EASY backfilling: FIFO plus backfill that never delays the first blocked job's reservation"
-    options = (ALLOCATOR_OPTION,)
+class CompiledPass(Dispatcher):
+    """What the compiled backfilling passes share: the queue and running jobs as arrays kept
+    across calls, the system's capacity and the allocator's weights in the kernels' types."""
+
+    options: ClassVar[tuple[Option, ...]] = (ALLOCATOR_OPTION,)
     allocator: str
-    shortest_first = False  # the order of the backfill candidates: queue order (EASY)
 
     def __init__(self, **values: object) -> None:
         super().__init__(**values)
         self._alloc = get_allocator(self.allocator)  # an unknown name is an error here
-        from .easy_kernel import easy_pass  # here: numba (~150 MB, 0.2 s) only for runs that use it
-
-        self._pass = easy_pass
-        self._best = self.allocator != "first-fit"  # the kernel knows first fit and (weighted) best fit
+        self._best = self.allocator != "first-fit"  # the kernels know first fit and (weighted) best fit
         self._queue = LiveQueueCache()
         self._running = RunningCache()
         self._capacity: tuple[System, np.ndarray] | None = None
         self._zeros = np.zeros(0)
+
+    def _weights(self, snapshot: Snapshot) -> np.ndarray:
+        """The allocator's scarcity weights for this snapshot (all zero for plain first/best fit)."""
+        self._alloc.observe(snapshot)
+        weights = self._alloc.weights
+        return self._no_weights(snapshot.free.shape[1]) if weights is None else weights.astype(np.float64)
+
+    def _no_weights(self, ntypes: int) -> np.ndarray:
+        """All-zero scarcity weights (plain first or best fit), made once, not per call."""
+        if len(self._zeros) != ntypes:
+            self._zeros = np.zeros(ntypes)
+        return self._zeros
+
+    def _capacity_of(self, system: System) -> np.ndarray:
+        """The system's capacity as a writable contiguous array (one compiled kernel for all)."""
+        if self._capacity is None or self._capacity[0] is not system:
+            self._capacity = (system, np.array(system.capacity, dtype=np.int64, order="C"))
+        return self._capacity[1]
+
+    @staticmethod
+    def _starts(cache: LiveQueueCache, positions: np.ndarray, nodes: np.ndarray, offsets: np.ndarray) -> Decision:
+        """The kernel's started positions as a decision, and forgotten by the queue cache."""
+        if not len(positions):
+            return Decision()
+        items, flat, off, done = cache.items, nodes.tolist(), offsets.tolist(), positions.tolist()
+        starts = tuple(Start(items[i].job.id, tuple(flat[off[k] : off[k + 1]])) for k, i in enumerate(done))
+        cache.remove(done)
+        return Decision(starts=starts)
+
+
+@registered()
+class Easy(CompiledPass):
+    name = "easy"
+    summary = "EASY backfilling: FIFO plus backfill that never delays the first blocked job's reservation"
+    shortest_first = False  # the order of the backfill candidates: queue order (EASY)
+
+    def __init__(self, **values: object) -> None:
+        super().__init__(**values)
+        from .easy_kernel import easy_pass  # here: numba (~150 MB, 0.2 s) only for runs that use it
+
+        self._pass = easy_pass
         # per shape of the queue cache, the units that fit in `_last_free` (where `_known`), kept
         # across calls for the kernel
         self._fit = np.zeros(0, dtype=np.int64)
@@ -196,21 +234,13 @@ class Easy(Dispatcher):
         order = None if cache.in_submit_order else cache.fifo_order()
         free = snapshot.free.copy()
         self._keep_fits(free, cache)
-        self._alloc.observe(snapshot)
-        weights = self._alloc.weights
         positions, nodes, offsets = self._pass(
-            free, self._capacity_of(snapshot.system), self._best,
-            self._no_weights(ntypes) if weights is None else weights.astype(np.float64), snapshot.time,
+            free, self._capacity_of(snapshot.system), self._best, self._weights(snapshot), snapshot.time,
             cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
             running.arrays(), self.shortest_first,
         )
-        if not len(positions):
-            return Decision()
-        items, flat, off, done = cache.items, nodes.tolist(), offsets.tolist(), positions.tolist()
-        starts = tuple(Start(items[i].job.id, tuple(flat[off[k] : off[k + 1]])) for k, i in enumerate(done))
-        cache.remove(done)
-        return Decision(starts=starts)
+        return self._starts(cache, positions, nodes, offsets)
 
     def _keep_fits(self, free: np.ndarray, cache: LiveQueueCache) -> None:
         """Size the kept fits for the cache's shapes; forget them if the shapes were renumbered or
@@ -226,17 +256,6 @@ class Easy(Dispatcher):
             self._fit = np.concatenate((self._fit, np.zeros(grow, dtype=np.int64)))
             self._known = np.concatenate((self._known, np.zeros(grow, dtype=bool)))
 
-    def _no_weights(self, ntypes: int) -> np.ndarray:
-        """All-zero scarcity weights (plain first or best fit), made once, not per call."""
-        if len(self._zeros) != ntypes:
-            self._zeros = np.zeros(ntypes)
-        return self._zeros
-
-    def _capacity_of(self, system: System) -> np.ndarray:
-        """The system's capacity as a writable contiguous array (one compiled kernel for all)."""
-        if self._capacity is None or self._capacity[0] is not system:
-            self._capacity = (system, np.array(system.capacity, dtype=np.int64, order="C"))
-        return self._capacity[1]
 
 
 @registered()

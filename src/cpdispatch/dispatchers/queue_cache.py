@@ -154,8 +154,8 @@ class LiveQueueCache(QueueCache):
     #: Compact once more than MIN_COMPACT + nlive / 8 columns are dead (amortised O(1) per job).
     MIN_COMPACT = 16
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, column: Callable[[Job], int] | None = None) -> None:
+        super().__init__(column)
         self.items: list[QueuedJob] = []  # type: ignore[assignment]
         self.live = np.ones(0, dtype=bool)
         self.nlive = 0
