@@ -26,6 +26,7 @@ def test_hand_case() -> None:
     m = prediction_accuracy(records)
     assert m["count"] == 5
     assert m["mae_s"] == pytest.approx(32.0)  # (0 + 50 + 100 + 0 + 10) / 5
+    assert m["mean_accuracy"] == pytest.approx((1 + 0.5 + 1 / 1.5 + 1 + 0.1) / 5)  # min(p, r) / max(p, r)
     assert (m["under_rate"], m["over_rate"], m["exact_rate"]) == pytest.approx((0.4, 0.2, 0.4))
     # A sorted: 0.5, 1, 1, 1.5, 10 (linear interpolation between order statistics)
     assert m["ratio_q05"] == pytest.approx(0.6)

@@ -68,6 +68,11 @@ def test_runs_are_the_product_and_keys_ignore_order(tmp_path: Path) -> None:
     own = load_campaign(_write(tmp_path, SMALL.replace('jobs = 60\n', 'jobs = 60\nload_factors = [3.0]\n'), "f.toml"))
     assert sorted({r["load_factor"] for r in own.runs if "generate" in r["workload"]}) == [3.0]
     assert len(own.runs) == 2 * 3 * 2 * 1 + 2 * 3 * 2 * 2
+    # a workload's own dispatchers: a subset of the campaign's, by label
+    only_easy = SMALL.replace('limit_jobs = 150\n', 'limit_jobs = 150\ndispatchers = ["easy"]\n')
+    sub = load_campaign(_write(tmp_path, only_easy, "g.toml"))
+    assert {r["dispatcher"]["label"] for r in sub.runs if "path" in r["workload"]} == {"easy"}
+    assert len(sub.runs) == 2 * 3 * 2 * 2 + 2 * 1 * 2 * 2
     # no jitter: a trace is replayed as it is, once
     plain = load_campaign(_write(tmp_path, SMALL.replace("jitter = 60", "jitter = 0"), "e.toml"))
     assert sum(1 for r in plain.runs if "path" in r["workload"]) == 12
@@ -95,6 +100,7 @@ def test_jitter_moves_submissions_within_bounds_and_keeps_order(tmp_path: Path) 
     (("generate = \"eurora\"", "generate = \"curie\""), "workloads[0].generate"),
     ((str(KTH), "/nonexistent/trace.swf"), "workloads[1].path"),
     (("jitter = 60", 'jitter = 60\nroom = "yes"'), "room"),
+    (("limit_jobs = 150", 'limit_jobs = 150\ndispatchers = ["pcp20"]'), "workloads[1].dispatchers"),
 ])
 def test_bad_campaign_file_names_the_key(tmp_path: Path, edit: tuple[str, str], key: str) -> None:
     path = _write(tmp_path, SMALL.replace(*edit, 1))
@@ -165,6 +171,15 @@ def test_rerun_skips_complete_runs_and_collect_rebuilds_from_folders(reference: 
     assert set(jobs["dispatcher"]) == {"fifo", "easy", "pcp20-b10"}
     run = json.loads(complete_runs(reference)[0].read_text())
     assert run["versions"]["ortools"] and "settings" in run and "solver" in run
+
+
+def test_blocks_pair_configurations_over_blocks_of_the_trace(reference: Path) -> None:
+    code, out, err = cli("campaign", "blocks", str(reference), "--reference", "easy:real", "--days", "0.25")
+    assert code == 0, err
+    assert out.count("### ") == 2 and "| easy | real |" in out and out.count(" ref |") == 2
+    assert "vs easy real: Δ bsld (95% CI)" in out
+    code, _, err = cli("campaign", "blocks", str(reference), "--reference", "easy")
+    assert code != 0 and "DISPATCHER:PREDICTOR" in err
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
@@ -310,7 +325,7 @@ def test_collect_of_an_empty_campaign(tmp_path: Path) -> None:
 def test_shipped_campaigns_load_and_gpu_share_shapes_the_mix() -> None:
     root = Path(__file__).resolve().parents[1] / "campaigns"
     sizes = {p.stem: len(load_campaign(p).runs) for p in sorted(root.glob("*.toml"))}
-    assert set(sizes) == {f"{s}-{v}" for s in ("pcp20", "ablation", "hetero") for v in ("small", "full")}
+    assert set(sizes) == {f"{s}-{v}" for s in ("pcp20", "ablation", "hetero", "quality") for v in ("small", "full")}
     hetero = load_campaign(root / "hetero-small.toml").runs
     mixes = {r["workload"]["label"]: build_workload(r) for r in hetero if r["replica"] == 1}
     gpu_jobs = {label: sum(1 for j in w.jobs if j.req[2] > 0) for label, w in mixes.items()}

@@ -20,8 +20,10 @@ BAND: tuple[float, float] = (0.75, 1.25)  # the CP'19 paper's "accurate" band of
 
 
 def prediction_accuracy(records: Iterable[JobRecord]) -> dict[str, Any]:
-    """count, mae_s, under_rate, over_rate, exact_rate, ratio_q01..ratio_q99 (quantiles of A),
-    within_band (share with 0.75 <= A <= 1.25). Rates and statistics are None when count is 0."""
+    """count, mae_s, mean_accuracy (mean of min(p, r) / max(p, r), Tsafrir's and SC'15's
+    accuracy), under_rate, over_rate, exact_rate, ratio_q01..ratio_q99 (quantiles of A),
+    within_band (share with 0.75 <= A <= 1.25). Rates and statistics are None when count is 0.
+    `p` is the prediction the job was submitted with (the one it started with)."""
     pred: list[int] = []
     act: list[int] = []
     for r in records:
@@ -30,7 +32,7 @@ def prediction_accuracy(records: Iterable[JobRecord]) -> dict[str, Any]:
         pred.append(r.predicted)
         act.append(r.end - r.start)
     out: dict[str, Any] = {"count": len(pred)}
-    keys = ["mae_s", "under_rate", "over_rate", "exact_rate"]
+    keys = ["mae_s", "mean_accuracy", "under_rate", "over_rate", "exact_rate"]
     keys += [f"ratio_q{q:02d}" for q in QUANTILES] + ["within_band"]
     if not pred:
         return out | dict.fromkeys(keys)
@@ -40,6 +42,7 @@ def prediction_accuracy(records: Iterable[JobRecord]) -> dict[str, Any]:
     qs = np.quantile(ratio, [q / 100 for q in QUANTILES])
     out |= {
         "mae_s": float(np.abs(p - a).mean()),
+        "mean_accuracy": float(np.minimum(ratio, 1 / ratio).mean()),
         "under_rate": float((p < a).mean()),
         "over_rate": float((p > a).mean()),
         "exact_rate": float((p == a).mean()),

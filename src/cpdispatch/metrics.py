@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .accuracy import prediction_accuracy
 from .records import SimulationResult
 
 BOUND_S = 10  # bounded slowdown threshold, seconds
@@ -125,6 +126,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         **_span_and_utilization(result, a),
         **_dispatch_statistics(result),
         **({"room": dict(result.room)} if result.room is not None else {}),
+        "prediction": prediction_accuracy(result.records),
         "sim_wall_s": float(result.sim_wall_s),
         "peak_rss_mb": float(result.peak_rss_mb),
         "options": dict(result.options),

@@ -16,6 +16,8 @@ FIGURES = ("jobs", "completed", "killed", "rejected", "avg_wait", "sd_wait", "p5
            "dispatch_calls", "dispatch_ms_mean", "dispatch_ms_p50", "dispatch_ms_p99", "dispatch_ms_max",
            "dispatch_cpu_ms_mean", "dispatch_cpu_ms_p99", "dispatch_cpu_ms_max", "sim_wall_s", "peak_rss_mb")
 
+PREDICTION = ("mae_s", "mean_accuracy", "under_rate")  # summary.json's prediction figures kept per run
+
 
 def settings_row(record: dict[str, Any]) -> dict[str, Any]:
     """A run's settings as flat columns (the campaign's axes)."""
@@ -35,6 +37,8 @@ def run_rows(out: Path) -> list[dict[str, Any]]:
         summary = json.loads((path.parent / "summary.json").read_text())
         row = {**settings_row(record), "status": "done", "error": ""}
         row.update({k: summary.get(k) for k in FIGURES})
+        prediction = summary.get("prediction") or {}
+        row.update({f"prediction_{k}": prediction.get(k) for k in PREDICTION})
         row["run_wall_s"] = record["wall_s"]
         # how the decisions were taken (optimal, feasible, fastpath, unsolved, ...), as JSON
         row["decision_status"] = json.dumps(summary.get("decision_status", {}), sort_keys=True)

@@ -116,6 +116,13 @@ def load_jobs(path: Path, types: list[str] | tuple[str, ...] = ()) -> pd.DataFra
     return table.to_pandas(split_blocks=True, self_destruct=True)  # not two copies at once
 
 
+def load_jobs_all(path: Path) -> pd.DataFrame:
+    """Every column of jobs.parquet (settings included), for analyses beyond the report's."""
+    if not path.is_file():
+        raise CpdispatchError(f"{path.parent}: no jobs.parquet (collect the campaign first)")
+    return pq.read_table(path).to_pandas(self_destruct=True)
+
+
 def _run_rows(keys: pd.Series, runs: pd.DataFrame) -> np.ndarray:
     """Per job, the row of its run in `runs` (-1: a key runs.parquet lacks), through the key dictionary:
     per-row string work on millions of jobs would dominate the report's time."""

@@ -24,7 +24,7 @@ from ..workloads.generator import MIXES
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
             "kill_at_walltime", "room", "profile", "reference")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
-                 "load_factors")
+                 "load_factors", "dispatchers")
 DISPATCHER_KEYS = ("name", "label", "options", "profile")
 GENERATORS = ("eurora",)
 
@@ -92,17 +92,31 @@ def load_campaign(path: str | Path) -> Campaign:
              if "load_factors" in w else factors for i, w in enumerate(workloads)]
     for w in workloads:
         w.pop("load_factors", None)
+    # a workload may run a subset of the dispatchers, by label (a costly one only where it is affordable)
+    chosen = [_subset(where, i, w.pop("dispatchers"), labels) if "dispatchers" in w else labels
+              for i, w in enumerate(workloads)]
     kill, room = _bool(where, data, "kill_at_walltime"), _bool(where, data, "room")
     _check_names(where, dispatchers, predictors, workloads)
     runs = tuple(
         {"workload": w, "replica": k, "jitter": jitter if "path" in w else 0, "dispatcher": d, "predictor": p,
          "load_factor": x, "kill_at_walltime": kill,
          **({"room": True} if room else {})}  # absent when off: the keys of earlier campaigns stay
-        for w, wl_factors in zip(workloads, loads)
+        for w, wl_factors, wl_labels in zip(workloads, loads, chosen, strict=True)
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
-        for d in dispatchers for p in predictors for x in wl_factors
+        for d in dispatchers if d["label"] in wl_labels for p in predictors for x in wl_factors
     )
     return Campaign(name, runs, where, reference)
+
+
+def _subset(where: str, i: int, value: object, labels: list[str]) -> list[str]:
+    key = f"workloads[{i}].dispatchers"
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise InputError(where, None, key, "expected a non-empty list of dispatcher labels")
+    unknown = [v for v in value if v not in labels]
+    if unknown:
+        raise InputError(where, None, key, f"not a dispatcher of the campaign: {', '.join(unknown)} "
+                         f"(known: {', '.join(labels)})")
+    return value
 
 
 def _known(where: str, table: dict[str, Any], keys: tuple[str, ...], prefix: str) -> None:
@@ -221,8 +235,9 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
         _int(where, f"{key}.skip_jobs", out["skip_jobs"], 0)
         out["label"] = entry.get("label", path.name.split(".swf")[0].split(".csv")[0])
     _str(where, f"{key}.label", out["label"])
-    if "load_factors" in entry:
-        out["load_factors"] = entry["load_factors"]
+    for own in ("load_factors", "dispatchers"):
+        if own in entry:
+            out[own] = entry[own]
     return out
 
 

@@ -44,6 +44,25 @@ def cmd_campaign_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_campaign_blocks(args: argparse.Namespace) -> int:
+    from ..campaign import campaign_folder, collect
+    from ..campaign.blocks import job_table, markdown
+    from ..campaign.frames import load_jobs_all
+    from ..errors import CpdispatchError
+
+    campaign_folder(args.dir)
+    if not (Path(args.dir) / "jobs.parquet").is_file():
+        collect(args.dir)
+    references = []
+    for ref in args.reference:
+        dispatcher, sep, predictor = ref.partition(":")
+        if not sep or not dispatcher or not predictor:
+            raise CpdispatchError(f"--reference {ref!r}: expected DISPATCHER:PREDICTOR, e.g. easy:walltime")
+        references.append((dispatcher, predictor))
+    print(markdown(job_table(load_jobs_all(Path(args.dir) / "jobs.parquet"), args.days), references))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ..campaign import campaign_folder, collect
     from ..campaign.report import choose_run, load_runs, write_report
@@ -96,6 +115,13 @@ def add_campaign(sub: Any) -> None:
     s = subcommand(csub, "collect", "rebuild runs.parquet and jobs.parquet from the run folders")
     s.add_argument("dir", metavar="DIR", help="campaign folder")
     s.set_defaults(func=cmd_campaign_collect)
+    s = subcommand(csub, "blocks", "whole-trace runs cut into blocks of submit time: per configuration the mean "
+                                   "bounded slowdown per job class, and paired differences over blocks (markdown)")
+    s.add_argument("dir", metavar="DIR", help="campaign folder")
+    s.add_argument("--reference", action="append", required=True, metavar="DISPATCHER:PREDICTOR",
+                   help="configuration the others are paired with (repeatable), e.g. easy:walltime")
+    s.add_argument("--days", type=float, default=30.0, help="block length in days (default: 30)")
+    s.set_defaults(func=cmd_campaign_blocks)
 
     s = subcommand(sub, "report", "figures and tables of a campaign: one self-contained index.html")
     s.add_argument("dir", metavar="DIR", help="campaign folder")
