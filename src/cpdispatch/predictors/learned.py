@@ -28,8 +28,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ..job import Job
 from .base import Predictor
@@ -43,6 +45,19 @@ def _log(x: float) -> float:
     return math.log1p(max(x, 0.0))
 
 
+_controller: ThreadpoolController | None = None
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS uses one thread: a refit's small products gain nothing from more,
+    and where the cores are busy (a campaign's workers) the extra threads spin and multiply the
+    refit's time several times over."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="blas")
+
+
 def _size(job: Job) -> int:
     """Processors asked (units x the first type: cores on every preset)."""
     return job.units * (job.req[0] if job.req else 1)
@@ -52,14 +67,15 @@ def _size(job: Job) -> int:
 class _User:
     """What the predictor knows of one user: finished jobs' run times and unfinished jobs."""
 
-    last: deque[int] = field(default_factory=lambda: deque(maxlen=3))
+    last: deque[int] = field(default_factory=lambda: deque(maxlen=2))  # run times, for last2's mean
+    last_log: deque[float] = field(default_factory=lambda: deque(maxlen=3))  # log1p(run time), newest last
     log_sum: float = 0.0  # sum of log1p(run time) over all finished jobs
     done: int = 0
     unfinished: int = 0
     unfinished_size: int = 0
     last_submit: int | None = None
-    by_request: dict[int, int] = field(default_factory=dict)  # requested time -> last run time
-    by_name: dict[str, int] = field(default_factory=dict)  # executable -> last run time
+    by_request: dict[int, float] = field(default_factory=dict)  # requested time -> log1p(last run time)
+    by_name: dict[str, float] = field(default_factory=dict)  # executable -> log1p(last run time)
     last_request: int = 0  # requested time of the last finished job
 
 
@@ -121,14 +137,14 @@ class LearnedPredictor(Predictor):
         u = self._users.get(job.user) or _User()
         req = _log(job.estimate)
         x = [1.0, req, _log(_size(job))]
-        last = list(u.last)
-        for i in range(3):  # most recent first
-            x += [1.0, _log(last[-1 - i])] if i < len(last) else [0.0, req]
-        two = last[-2:]
+        logs = u.last_log
+        for i in range(1, 4):  # most recent first
+            x += [1.0, logs[-i]] if i <= len(logs) else [0.0, req]
+        two = u.last
         x.append(_log(min(-(-sum(two) // len(two)), job.estimate)) if two else req)  # last2's prediction
         x.append(u.log_sum / u.done if u.done else req)
         for seen in (u.by_request.get(job.estimate), u.by_name.get(job.name) if job.name else None):
-            x += [1.0, _log(seen)] if seen is not None else [0.0, req]
+            x += [1.0, seen] if seen is not None else [0.0, req]
         x += [_log(u.last_request), float(u.last_request == job.estimate)] if u.done else [req, 0.0]
         since = now - u.last_submit if u.last_submit is not None else 30 * _DAY
         x += [_log(u.unfinished), _log(u.unfinished_size), _log(since)]
@@ -153,18 +169,19 @@ class LearnedPredictor(Predictor):
     def observe(self, job: Job, runtime: int, now: int) -> None:
         pending = self._pending.pop(job.id, None)
         u = self._users.setdefault(job.user, _User())
+        y = _log(runtime)
         if pending is not None:
-            x, size = pending
             u.unfinished -= 1
-            u.unfinished_size -= size
-            self._learn(x, _log(runtime))
+            u.unfinished_size -= pending[1]
+            self._learn(pending[0], y)
         u.last.append(runtime)
-        u.log_sum += _log(runtime)
+        u.last_log.append(y)
+        u.log_sum += y
         u.done += 1
-        u.by_request[job.estimate] = runtime
+        u.by_request[job.estimate] = y
         u.last_request = job.estimate
         if job.name:
-            u.by_name[job.name] = runtime
+            u.by_name[job.name] = y
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
         return raise_prediction(job, elapsed, predicted, self.ladder)
@@ -181,6 +198,10 @@ class LearnedPredictor(Predictor):
         """Quantile regression by iteratively reweighted least squares (a few steps from the
         last weights): the pinball loss sum(rho_tau(r)) equals a weighted square sum with weights
         rho_tau(r) / r^2, so each step solves a weighted ridge problem."""
+        with _one_blas_thread():
+            self._irls()
+
+    def _irls(self) -> None:
         n = min(self._seen, self.window)
         x, y = self._x[:n], self._y[:n]
         tau = self.quantile
