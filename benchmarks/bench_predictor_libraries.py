@@ -7,7 +7,8 @@ correction; only the learner differs:
 
 - learned        as shipped: IRLS quantile regression, refitted every 500 finished jobs on the last 20,000;
 - learned-5000   the same, refitted every 5,000 finished jobs;
-- sklearn-qr     scikit-learn's exact QuantileRegressor (linear programme, HiGHS), same schedule and window;
+- sklearn-qr     scikit-learn's exact QuantileRegressor (a linear programme; HiGHS's interior point,
+                 sklearn-qr-simplex, not run by default: solver="highs"), same schedule and window;
 - sgd-pinball    scikit-learn's SGDRegressor, one partial_fit per finished job (absolute loss weighted
                  tau / 1 - tau by the residual's sign: the pinball subgradient);
 - sgd-huber      the same with the Huber loss (asymmetric by the same weights);
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
+import importlib
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -65,11 +66,11 @@ class SklearnQuantile(LearnedPredictor):
 
     name = "sklearn-qr"
 
-    def __init__(self, alpha: float = 1e-4, **kw: Any) -> None:
+    def __init__(self, alpha: float = 1e-4, solver: str = "highs-ipm", **kw: Any) -> None:
         from sklearn.linear_model import QuantileRegressor
 
         super().__init__(**kw)
-        self.model = QuantileRegressor(quantile=self.quantile, alpha=alpha, solver="highs")
+        self.model = QuantileRegressor(quantile=self.quantile, alpha=alpha, solver=solver)
 
     def _fit(self) -> None:
         n = min(self._seen, self.window)
@@ -129,7 +130,7 @@ class LightGBMQuantile(LearnedPredictor):
         if self.model is None:
             return pred
         x = self._pending[job.id][0]
-        return _seconds(float(self.model.booster_.predict(np.asarray([x[1:]]))[0]), job)
+        return _seconds(float(self.model.booster_.predict(np.asarray([x[1:]]), num_threads=1)[0]), job)
 
 
 class RiverQuantile(LearnedPredictor):
@@ -171,6 +172,7 @@ COMPETITORS: dict[str, tuple[str | None, Callable[[], LearnedPredictor]]] = {
     "learned": (None, shipped),
     "learned-5000": (None, lambda: LearnedPredictor(refit_every=5000)),
     "sklearn-qr": ("sklearn", SklearnQuantile),
+    "sklearn-qr-simplex": ("sklearn", lambda: SklearnQuantile(solver="highs")),
     "sgd-pinball": ("sklearn", SklearnSGD),
     "sgd-huber": ("sklearn", lambda: SklearnSGD(loss="huber", epsilon=0.1)),
     "lgbm-500": ("lightgbm", lambda: LightGBMQuantile(refit_every=500)),
@@ -178,7 +180,9 @@ COMPETITORS: dict[str, tuple[str | None, Callable[[], LearnedPredictor]]] = {
     "river": ("river", RiverQuantile),
     "river-scaled": ("river", lambda: RiverQuantile(scale=True)),
 }
-PACKAGES = {"sklearn": "scikit-learn", "lightgbm": "lightgbm", "river": "river"}
+#: library -> (module imported before measuring, so imports are not counted and threads are limited; pip name)
+LIBRARIES = {"sklearn": ("sklearn.linear_model", "scikit-learn"), "lightgbm": ("lightgbm", "lightgbm"),
+             "river": ("river.linear_model", "river")}
 
 
 class OverBudget(Exception):
@@ -221,7 +225,7 @@ def lgbm_predict_overhead(p: LightGBMQuantile, rows: int = 2000) -> str:
     for f in (p.model.booster_.predict, p.model.predict):
         t0 = time.perf_counter()
         for _ in range(rows):
-            f(x)
+            f(x, num_threads=1)
         out.append((time.perf_counter() - t0) / rows * 1e6)
     return f"one-row predict {out[0]:.0f} us (Booster.predict), {out[1]:.0f} us (LGBMRegressor.predict)"
 
@@ -238,17 +242,21 @@ def versions() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default="kth,hpc2n,curie")
-    ap.add_argument("--competitors", default=",".join(COMPETITORS))
+    ap.add_argument("--competitors", default=",".join(n for n in COMPETITORS if n != "sklearn-qr-simplex"))
     ap.add_argument("--budget", type=float, default=600.0, help="seconds per competitor and trace (default 600)")
     args = ap.parse_args()
     print(versions())
     names = []
     for name in args.competitors.split(","):
         lib = COMPETITORS[name][0]
-        if lib is not None and importlib.util.find_spec(lib) is None:
-            print(f"skipped {name}: {PACKAGES[lib]} is not installed (pip install {PACKAGES[lib]})")
-        else:
-            names.append(name)
+        if lib is not None:
+            module, package = LIBRARIES[lib]
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                print(f"skipped {name}: {package} is not usable ({e}); pip install {package}")
+                continue
+        names.append(name)
     print(f"{'trace':<7} {'competitor':<13} {'jobs':>8} {'MAE s':>7} {'accuracy':>8} {'under':>6} {'us/job':>8} "
           f"{'learn':>8} {'total s':>8}")
     for key in args.traces.split(","):

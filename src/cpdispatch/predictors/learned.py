@@ -112,7 +112,7 @@ class LearnedPredictor(Predictor):
         self,
         quantile: float = 0.6,
         window: int = 20_000,
-        refit_every: int = 500,
+        refit_every: int = 1000,
         ridge: float = 1.0,
         iterations: int = 3,
         ladder: tuple[int, ...] = LADDER,
