@@ -18,7 +18,7 @@ from cpdispatch.validate import schedule_errors
 
 from .strategies import systems, workloads
 
-BASELINES = ["fifo", "sjf", "ljf", "easy", "easy-sjf", "pbs"]
+BASELINES = ["fifo", "sjf", "ljf", "easy", "easy-sjf", "conservative", "slurm-backfill", "pbs"]
 #: CP dispatchers run with a small deterministic budget so that examples stay quick and reproducible.
 CP = {name: {"deterministic_time": "0.2", "workers": "1"} for name in
       ["hcp", "hcp1", "hcp2", "hcp3", "pcp1", "pcp2", "pcp3", "pcp20", "eurora14"]}

@@ -43,3 +43,20 @@ def test_hpc2n_slice_cp_dispatchers_end_to_end(workloads_dir: Path, tmp_path: Pa
     assert statuses & {"optimal", "feasible"}, statuses  # models were built and solved, not only fast paths
     assert all(not s.startswith("error") for s in statuses)
     assert any(d.variables for d in result.decisions)
+
+
+@pytest.mark.parametrize(("dispatcher", "predictor"), [
+    ("easy-sjf", "learned"), ("conservative", "learned"), ("slurm-backfill", "last2")])
+def test_new_baselines_on_whole_kth_and_a_curie_slice(workloads_dir: Path, tmp_path: Path, dispatcher: str,
+                                                      predictor: str) -> None:
+    """The whole KTH-SP2 trace and 10,000 jobs of CEA-Curie (5,544 nodes of three kinds): every
+    schedule valid, every job accounted for, the prediction accuracy reported."""
+    for system, trace, limit in (("kth-sp2", "KTH-SP2-1996-2.1-cln.swf.gz", None),
+                                 ("cea-curie", "CEA-Curie-2011-2.1-cln.swf.gz", 10_000)):
+        run = run_simulation(system, str(workloads_dir / trace), dispatcher, predictor, str(tmp_path / system),
+                             limit=limit, progress=False, plots=False)
+        result, summary = run["result"], run["summary"]
+        assert schedule_errors(result) == [] and not result.refused
+        assert summary["completed"] + summary["killed"] + summary["rejected"] == summary["jobs"]
+        accuracy = summary["prediction"]
+        assert 0 < accuracy["mean_accuracy"] <= 1 and accuracy["count"] > 0.9 * summary["jobs"]
