@@ -206,11 +206,14 @@ class RefUsage:
 
 
 def ref_slurm_order(s: Snapshot, usage: RefUsage, max_age_s: int = 7 * 86_400) -> list[QueuedJob]:
-    total = s.system.totals[0]
+    """Slurm's queue order: integer priority (at least 1) descending, then submit time."""
+    cpus_total, nodes_total = s.system.totals[0], s.system.n_nodes
 
     def prio(q: QueuedJob) -> float:
         age = min((s.time - q.job.submit) / max_age_s, 1.0)
-        return 1000 * age + 1000 * (q.job.units * q.job.req[0] / total) + 10000 * usage.factor(q.job.user)
+        cpus = q.job.units * q.job.req[0]
+        size = (math.ceil(cpus * nodes_total / cpus_total) / nodes_total + cpus / cpus_total) / 2
+        return max(math.floor(1000 * age + 1000 * min(size, 1.0) + 10000 * usage.factor(q.job.user)), 1)
 
     return [q for _, q in sorted(enumerate(s.queued), key=lambda x: (-prio(x[1]), x[1].job.submit, x[0]))]
 

@@ -2,7 +2,9 @@
 
 Jobs are ordered by Slurm's multifactor priority (age, job size, fair share by user with a
 decaying usage; partition, QOS, association and TRES factors are 0 for a trace's single
-partition); then, in that order and for at most `bf_max_job_test` jobs, each job starts now if
+partition), as Slurm 22.05 computes it (priority_multifactor.c, fair_tree.c): the job-size factor
+(nodes / N + cpus / C) / 2 with a job's nodes its processors over the mean processors per node; the
+weights are the slurm.conf example's (Slurm's built-in default, 0, makes it FIFO); then, in that order and for at most `bf_max_job_test` jobs, each job starts now if
 it delays no reservation made before it, or reserves its earliest start within `bf_window` (one
 `ReservingPass`, the conservative pass, limited). Slurm's main scheduler (priority order, stop at
 the first job that cannot start) is subsumed: it starts nothing this pass would not.
@@ -10,7 +12,9 @@ the first job that cannot start) is subsumed: it starts nothing this pass would 
 Where this differs from a real slurmctld, each to Slurm's advantage or neutral (docs/dispatchers.md):
 the pass runs at every event, not every `bf_interval` s; priorities are recomputed at every call,
 not every PriorityCalcPeriod; a job's usage accrues from its start to the call that no longer
-sees it running (exact while jobs are queued, since every end is then a call).
+sees it running (exact while jobs are queued, since every end is then a call); reservations hold
+resource amounts, not whole nodes, and times are rounded up to `bf_resolution` where Slurm floors
+them; Slurm plans with time limits, which is `--predictor walltime` here.
 """
 
 from __future__ import annotations
@@ -136,15 +140,18 @@ class SlurmBackfill(ReservingPass):
         self._queue = LiveQueueCache(lambda job: self._usage.user(job.user))
 
     def priority(self, snapshot: Snapshot, positions: np.ndarray) -> np.ndarray:
-        """Multifactor priority of the queued jobs at `positions` (float: Slurm truncates to an
-        integer, which only merges near ties)."""
-        cache = self._queue
+        """Multifactor priority of the queued jobs at `positions`, truncated to an integer and at
+        least 1 as Slurm stores it (so near ties fall to submit time, as in Slurm's queue)."""
+        cache, system = self._queue, snapshot.system
         age = np.minimum((snapshot.time - cache.submit[positions]) / max(self.max_age * _MINUTE, 1), 1.0)
-        size = cache.totals[0, positions] / max(int(snapshot.system.totals[0]), 1)
+        cpus = cache.totals[0, positions].astype(np.float64)
+        total, nodes = max(int(system.totals[0]), 1), system.n_nodes
+        size = (np.ceil(cpus * nodes / total) / nodes + cpus / total) / 2  # (nodes/N + cpus/C) / 2
         if self.favor_small:
             size = 1.0 - size
         fair = self._usage.fair_tree()[cache.extra[positions]]
-        return self.weight_age * age + self.weight_jobsize * size + self.weight_fairshare * fair
+        prio = self.weight_age * age + self.weight_jobsize * np.minimum(size, 1.0) + self.weight_fairshare * fair
+        return np.maximum(np.floor(prio), 1.0)
 
     def order(self, snapshot: Snapshot) -> np.ndarray | None:
         self._usage.advance(snapshot.time, snapshot.running)
