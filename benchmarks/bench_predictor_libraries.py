@@ -5,10 +5,11 @@ at submission), the same log1p(run time) target, the same quantile (0.6), the sa
 estimate until `refit_every` jobs have finished), the same cap to [1, estimate] and Tsafrir's
 correction; only the learner differs:
 
-- learned        as shipped: IRLS quantile regression, refitted every 500 finished jobs on the last 20,000;
-- learned-5000   the same, refitted every 5,000 finished jobs;
+- learned        as shipped (make_predictor("learned")): IRLS quantile regression refitted every
+                 `refit_every` finished jobs on the last `window` (20,000);
+- learned-N      the same, refitted every N = 500 / 5,000 finished jobs;
 - sklearn-qr     scikit-learn's exact QuantileRegressor (a linear programme; HiGHS's interior point,
-                 sklearn-qr-simplex, not run by default: solver="highs"), same schedule and window;
+                 sklearn-qr-simplex, not run by default: solver="highs"), learned's schedule and window;
 - sgd-pinball    scikit-learn's SGDRegressor, one partial_fit per finished job (absolute loss weighted
                  tau / 1 - tau by the residual's sign: the pinball subgradient);
 - sgd-huber      the same with the Huber loss (asymmetric by the same weights);
@@ -170,6 +171,7 @@ def shipped() -> LearnedPredictor:
 #: name -> (library needed or None, factory)
 COMPETITORS: dict[str, tuple[str | None, Callable[[], LearnedPredictor]]] = {
     "learned": (None, shipped),
+    "learned-500": (None, lambda: LearnedPredictor(refit_every=500)),
     "learned-5000": (None, lambda: LearnedPredictor(refit_every=5000)),
     "sklearn-qr": ("sklearn", SklearnQuantile),
     "sklearn-qr-simplex": ("sklearn", lambda: SklearnQuantile(solver="highs")),
