@@ -44,3 +44,14 @@ def test_paired_blocks_against_the_reference() -> None:
     assert p.loc[("x", "walltime"), "diff"] == pytest.approx(e.mean)
     assert (p.loc[("x", "walltime"), "low"], p.loc[("x", "walltime"), "high"]) == pytest.approx((e.low, e.high))
     assert np.isfinite(p.loc[("x", "walltime"), "autocorrelation"])
+
+
+def test_markdown_marks_the_reference_and_a_missing_one() -> None:
+    from cpdispatch.campaign.blocks import markdown
+
+    waits = [0, 100, 300, 50, 0, 400]
+    table = job_table(pd.concat([frame("ref", [0] * 6), frame("x", waits)]))
+    text = markdown(table, [("ref", "walltime"), ("absent", "walltime")])
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ref")
+            or line.startswith("| x")}
+    assert rows["ref"].endswith("| ref | – |") and rows["x"].endswith("| – |") and "(" in rows["x"]

@@ -101,7 +101,8 @@ def markdown(table: pd.DataFrame, references: list[tuple[str, str]]) -> str:
     then its paired difference in mean bounded slowdown over blocks against each reference
     (bold: the 95% interval excludes 0)."""
     summary = summary_table(table)
-    pairs = {ref: paired_blocks(table, ref).set_index(CONFIG) for ref in references}
+    pairs = {ref: paired_blocks(table, ref) for ref in references}
+    pairs = {ref: p.set_index(CONFIG) if len(p) else p for ref, p in pairs.items()}
     lines = []
     for workload, part in summary.groupby(level="workload", sort=False):
         blocks = table.loc[table["workload"] == workload, "block"].nunique()
@@ -114,7 +115,10 @@ def markdown(table: pd.DataFrame, references: list[tuple[str, str]]) -> str:
             cells += [f"{row[f'bsld {c}']:.1f}" if pd.notna(row.get(f"bsld {c}")) else "–" for c in CLASSES]
             for ref in references:
                 d = pairs[ref]
-                cells.append(_cell(*d.loc[idx, ["diff", "low", "high", "p"]]) if idx in d.index else "ref")
+                if idx == (workload, *ref):
+                    cells.append("ref")
+                else:  # "–": the reference did not run on this workload
+                    cells.append(_cell(*d.loc[idx, ["diff", "low", "high", "p"]]) if idx in d.index else "–")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -48,18 +48,21 @@ def cmd_campaign_blocks(args: argparse.Namespace) -> int:
     from ..campaign import campaign_folder, collect
     from ..campaign.blocks import job_table, markdown
     from ..campaign.frames import load_jobs_all
+    from ..campaign.runner import complete_runs
     from ..errors import CpdispatchError
 
-    campaign_folder(args.dir)
-    if not (Path(args.dir) / "jobs.parquet").is_file():
-        collect(args.dir)
+    root = campaign_folder(args.dir)
+    jobs = root / "jobs.parquet"
+    newest = max((p.stat().st_mtime for p in complete_runs(root)), default=0.0)
+    if not jobs.is_file() or jobs.stat().st_mtime < newest:  # runs finished since the last collect
+        collect(root)
     references = []
     for ref in args.reference:
         dispatcher, sep, predictor = ref.partition(":")
         if not sep or not dispatcher or not predictor:
             raise CpdispatchError(f"--reference {ref!r}: expected DISPATCHER:PREDICTOR, e.g. easy:walltime")
         references.append((dispatcher, predictor))
-    print(markdown(job_table(load_jobs_all(Path(args.dir) / "jobs.parquet"), args.days), references))
+    print(markdown(job_table(load_jobs_all(jobs), args.days), references))
     return 0
 
 

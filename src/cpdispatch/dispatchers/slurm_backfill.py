@@ -3,9 +3,10 @@
 Jobs are ordered by Slurm's multifactor priority (age, job size, fair share by user with a
 decaying usage; partition, QOS, association and TRES factors are 0 for a trace's single
 partition), as Slurm 22.05 computes it (priority_multifactor.c, fair_tree.c): the job-size factor
-(nodes / N + cpus / C) / 2 with a job's nodes its processors over the mean processors per node; the
-weights are the slurm.conf example's (Slurm's built-in default, 0, makes it FIFO); then, in that order and for at most `bf_max_job_test` jobs, each job starts now if
-it delays no reservation made before it, or reserves its earliest start within `bf_window` (one
+is (nodes / N + cpus / C) / 2, a job's nodes being its processors over the mean processors per
+node; the weights are the slurm.conf example's (Slurm's built-in default, 0, makes it FIFO). Then,
+in that order and for at most `bf_max_job_test` jobs, each job starts now if it delays no
+reservation made before it, or reserves its earliest start within `bf_window` (one
 `ReservingPass`, the conservative pass, limited). Slurm's main scheduler (priority order, stop at
 the first job that cannot start) is subsumed: it starts nothing this pass would not.
 
