@@ -15,10 +15,7 @@ import numpy as np
 
 from ..snapshot import Decision, Snapshot
 from .base import registered
-from .easy import CompiledPass
-
-#: `order` for the kernel when FIFO order is queue order.
-_IN_ORDER = np.zeros(0, dtype=np.int64)
+from .easy import _IN_ORDER, CompiledPass
 
 
 class ReservingPass(CompiledPass):
