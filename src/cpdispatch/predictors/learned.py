@@ -99,10 +99,10 @@ class LearnedPredictor(Predictor):
     """On-line linear quantile regression of log run time; never above the job's estimate.
 
     Every `refit_every` finished jobs the model is refitted on the last `window` finished jobs:
-    slopes by ridge least squares, then the intercept that minimises the pinball loss of level
-    `quantile` (the `quantile`-quantile of the residuals), so `quantile` (tau in (0, 1)) is the
-    asymmetry: 0.5 the median. Until `refit_every` jobs have finished it predicts the estimate.
-    `ladder`: Tsafrir's correction of running jobs that outlive their prediction, as for last2.
+    `iterations` IRLS steps from the last weights towards the minimum of the pinball loss of level
+    `quantile` plus a `ridge` penalty on the slopes; `quantile` (tau in (0, 1)) is the asymmetry,
+    0.5 the median. Until `refit_every` jobs have finished it predicts the estimate. `ladder`:
+    Tsafrir's correction of running jobs that outlive their prediction, as for last2.
     """
 
     name = "learned"
@@ -119,8 +119,8 @@ class LearnedPredictor(Predictor):
     ) -> None:
         if not 0.0 < quantile < 1.0:
             raise ValueError("quantile must be in (0, 1)")
-        if window < 1 or refit_every < 1 or ridge < 0:
-            raise ValueError("window and refit_every must be >= 1, ridge >= 0")
+        if window < 1 or refit_every < 1 or iterations < 1 or ridge < 0:
+            raise ValueError("window, refit_every and iterations must be >= 1, ridge >= 0")
         if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
             raise ValueError("ladder must be strictly increasing positive seconds")
         self.quantile, self.window, self.refit_every, self.ridge = quantile, window, refit_every, ridge
