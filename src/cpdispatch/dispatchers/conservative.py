@@ -40,12 +40,9 @@ class ReservingPass(CompiledPass):
         return self._queue.fifo_order()
 
     def decide(self, snapshot: Snapshot) -> Decision:
-        cache, running = self._queue, self._running
-        ntypes = snapshot.free.shape[1]
-        cache.sync(snapshot.queued, ntypes)
-        if not cache.nlive:
+        if not self._sync(snapshot):
             return Decision()
-        running.sync(snapshot.running, ntypes)
+        cache, running = self._queue, self._running
         order = self.order(snapshot)
         free = snapshot.free.copy()
         positions, nodes, offsets, held, held_at = self._pass(

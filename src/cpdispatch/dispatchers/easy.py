@@ -177,6 +177,15 @@ class CompiledPass(Dispatcher):
         self._capacity: tuple[System, np.ndarray] | None = None
         self._zeros = np.zeros(0)
 
+    def _sync(self, snapshot: Snapshot) -> bool:
+        """Bring the queue and running caches up to date; False when no job is queued."""
+        ntypes = snapshot.free.shape[1]
+        self._queue.sync(snapshot.queued, ntypes)
+        if not self._queue.nlive:
+            return False
+        self._running.sync(snapshot.running, ntypes)
+        return True
+
     def _weights(self, snapshot: Snapshot) -> np.ndarray:
         """The allocator's scarcity weights for this snapshot (all zero for plain first/best fit)."""
         self._alloc.observe(snapshot)
@@ -225,12 +234,9 @@ class Easy(CompiledPass):
         self._shape_ids: object = None  # the queue cache's numbering of shapes they use
 
     def decide(self, snapshot: Snapshot) -> Decision:
-        cache, running = self._queue, self._running
-        ntypes = snapshot.free.shape[1]
-        cache.sync(snapshot.queued, ntypes)
-        if not cache.nlive:
+        if not self._sync(snapshot):
             return Decision()
-        running.sync(snapshot.running, ntypes)
+        cache, running = self._queue, self._running
         order = None if cache.in_submit_order else cache.fifo_order()
         free = snapshot.free.copy()
         self._keep_fits(free, cache)
