@@ -55,3 +55,19 @@ def test_markdown_marks_the_reference_and_a_missing_one() -> None:
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ref")
             or line.startswith("| x")}
     assert rows["ref"].endswith("| ref | – |") and rows["x"].endswith("| – |") and "(" in rows["x"]
+
+
+def test_best_baseline_is_the_lowest_non_cp_configuration_per_workload() -> None:
+    from cpdispatch.campaign.blocks import BEST_BASELINE, best_baselines, markdown
+
+    waits = [0, 100, 300, 50, 0, 400]
+    # pcp20 is best but is a CP dispatcher; of the baselines, easy with last2 waits least
+    jobs = pd.concat([frame("pcp20", [0] * 6), frame("easy", waits), frame("easy", [0, 10, 0, 0, 0, 0], "last2"),
+                      frame("fifo", [900] * 6)])
+    table = job_table(jobs)
+    assert best_baselines(table) == {"w": ("easy", "last2")}
+    p = paired_blocks(table, BEST_BASELINE).set_index(["dispatcher", "predictor"])
+    assert ("easy", "last2") not in p.index and p.loc[("fifo", "walltime"), "diff"] > 0
+    text = markdown(table, [BEST_BASELINE])
+    assert "Best baseline: easy with last2." in text
+    assert next(line for line in text.splitlines() if line.startswith("| easy | last2")).endswith("| ref |")

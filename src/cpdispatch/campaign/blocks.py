@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..dispatchers.builtin import is_cp
 from ..metrics import SHORT_S, slowdowns
 from ..stats import paired_difference
 from ..system import load_system
@@ -24,6 +25,9 @@ from ..system import load_system
 BLOCK_DAYS = 30
 CLASSES = ("short narrow", "short wide", "long narrow", "long wide")
 CONFIG = ["workload", "dispatcher", "predictor"]
+#: A `reference` that means, per workload, the configuration of a non-CP dispatcher with the lowest
+#: whole-trace mean bounded slowdown: the best practical alternative, which differs by trace.
+BEST_BASELINE = ("best", "baseline")
 
 
 def _node_size(system: str) -> int:
@@ -67,14 +71,31 @@ def block_means(table: pd.DataFrame, metric: str = "bsld") -> pd.DataFrame:
     return table.pivot_table(index=CONFIG, columns="block", values=metric, aggfunc="mean", sort=False)
 
 
+def best_baselines(table: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Per workload, the (dispatcher, predictor) of a non-CP dispatcher with the lowest whole-trace
+    mean bounded slowdown."""
+    summary = summary_table(table).reset_index()
+    summary = summary[~summary["dispatcher"].map(is_cp)]
+    best = summary.loc[summary.groupby("workload", sort=False)["bsld"].idxmin()]
+    return {w: (d, p) for w, d, p in best[CONFIG].itertuples(index=False)}
+
+
+def _resolve(reference: tuple[str, str], workload: str, best: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    if reference == BEST_BASELINE:
+        return best.get(workload, reference)
+    return reference
+
+
 def paired_blocks(table: pd.DataFrame, reference: tuple[str, str], metric: str = "bsld") -> pd.DataFrame:
     """Per workload and configuration: the mean over blocks of (configuration - reference) in
     `metric`, its 95% paired t interval and p-value, the blocks paired and the lag-1
-    autocorrelation of the differences. `reference` is (dispatcher, predictor)."""
+    autocorrelation of the differences. `reference` is (dispatcher, predictor), or
+    `BEST_BASELINE`."""
     means = block_means(table, metric)
+    best = best_baselines(table) if reference == BEST_BASELINE else {}
     rows = []
     for workload, per in means.groupby(level="workload", sort=False):
-        key = (workload, *reference)
+        key = (workload, *_resolve(reference, str(workload), best))
         if key not in per.index:
             continue
         ref = per.loc[key]
@@ -101,21 +122,25 @@ def markdown(table: pd.DataFrame, references: list[tuple[str, str]]) -> str:
     then its paired difference in mean bounded slowdown over blocks against each reference
     (bold: the 95% interval excludes 0)."""
     summary = summary_table(table)
+    best = best_baselines(table) if BEST_BASELINE in references else {}
     pairs = {ref: paired_blocks(table, ref) for ref in references}
     pairs = {ref: p.set_index(CONFIG) if len(p) else p for ref, p in pairs.items()}
     lines = []
     for workload, part in summary.groupby(level="workload", sort=False):
         blocks = table.loc[table["workload"] == workload, "block"].nunique()
         lines += [f"### {workload} ({blocks} blocks)", ""]
+        if workload in best:
+            lines += ["Best baseline: {} with {}.".format(*best[workload]), ""]
         head = ["dispatcher", "predictor", "jobs", "mean bsld", "mean wait s", *CLASSES]
-        head += [f"vs {d} {p}: Δ bsld (95% CI)" for d, p in references]
+        head += [("vs best baseline" if ref == BEST_BASELINE else f"vs {ref[0]} {ref[1]}") + ": Δ bsld (95% CI)"
+                 for ref in references]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for idx, row in part.sort_values("bsld").iterrows():
             cells = [idx[1], idx[2], f"{int(row['jobs']):,}", f"{row['bsld']:.1f}", f"{row['wait']:,.0f}"]
             cells += [f"{row[f'bsld {c}']:.1f}" if pd.notna(row.get(f"bsld {c}")) else "–" for c in CLASSES]
             for ref in references:
                 d = pairs[ref]
-                if idx == (workload, *ref):
+                if idx == (workload, *_resolve(ref, str(workload), best)):
                     cells.append("ref")
                 else:  # "–": the reference did not run on this workload
                     cells.append(_cell(*d.loc[idx, ["diff", "low", "high", "p"]]) if idx in d.index else "–")

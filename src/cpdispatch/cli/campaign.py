@@ -46,7 +46,7 @@ def cmd_campaign_collect(args: argparse.Namespace) -> int:
 
 def cmd_campaign_blocks(args: argparse.Namespace) -> int:
     from ..campaign import campaign_folder, collect
-    from ..campaign.blocks import job_table, markdown
+    from ..campaign.blocks import BEST_BASELINE, job_table, markdown
     from ..campaign.frames import load_jobs_all
     from ..campaign.runner import complete_runs
     from ..errors import CpdispatchError
@@ -58,9 +58,12 @@ def cmd_campaign_blocks(args: argparse.Namespace) -> int:
         collect(root)
     references = []
     for ref in args.reference:
+        if ref == "best":
+            references.append(BEST_BASELINE)
+            continue
         dispatcher, sep, predictor = ref.partition(":")
         if not sep or not dispatcher or not predictor:
-            raise CpdispatchError(f"--reference {ref!r}: expected DISPATCHER:PREDICTOR, e.g. easy:walltime")
+            raise CpdispatchError(f"--reference {ref!r}: expected DISPATCHER:PREDICTOR (e.g. easy:walltime) or best")
         references.append((dispatcher, predictor))
     print(markdown(job_table(load_jobs_all(jobs), args.days), references))
     return 0
@@ -122,7 +125,8 @@ def add_campaign(sub: Any) -> None:
                                    "bounded slowdown per job class, and paired differences over blocks (markdown)")
     s.add_argument("dir", metavar="DIR", help="campaign folder")
     s.add_argument("--reference", action="append", required=True, metavar="DISPATCHER:PREDICTOR",
-                   help="configuration the others are paired with (repeatable), e.g. easy:walltime")
+                   help="configuration the others are paired with (repeatable), e.g. easy:walltime; 'best': per "
+                        "workload, the non-CP configuration with the lowest mean bounded slowdown")
     s.add_argument("--days", type=float, default=30.0, help="block length in days (default: 30)")
     s.set_defaults(func=cmd_campaign_blocks)
 
