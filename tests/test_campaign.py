@@ -73,6 +73,12 @@ def test_runs_are_the_product_and_keys_ignore_order(tmp_path: Path) -> None:
     sub = load_campaign(_write(tmp_path, only_easy, "g.toml"))
     assert {r["dispatcher"]["label"] for r in sub.runs if "path" in r["workload"]} == {"easy"}
     assert len(sub.runs) == 2 * 3 * 2 * 2 + 2 * 1 * 2 * 2
+    # a dispatcher's own predictors: a subset of the campaign's; the other runs keep their keys
+    fifo_real = SMALL.replace('dispatchers = ["fifo",', 'dispatchers = [{ name = "fifo", predictors = ["real"] },')
+    sub = load_campaign(_write(tmp_path, fifo_real, "h.toml"))
+    assert {r["predictor"] for r in sub.runs if r["dispatcher"]["name"] == "fifo"} == {"real"}
+    assert len(sub.runs) == len(campaign.runs) - 2 * 2 * 1 * 2
+    assert set(map(run_key, sub.runs)) < set(map(run_key, campaign.runs))
     # no jitter: a trace is replayed as it is, once
     plain = load_campaign(_write(tmp_path, SMALL.replace("jitter = 60", "jitter = 0"), "e.toml"))
     assert sum(1 for r in plain.runs if "path" in r["workload"]) == 12
@@ -101,6 +107,8 @@ def test_jitter_moves_submissions_within_bounds_and_keeps_order(tmp_path: Path) 
     ((str(KTH), "/nonexistent/trace.swf"), "workloads[1].path"),
     (("jitter = 60", 'jitter = 60\nroom = "yes"'), "room"),
     (("limit_jobs = 150", 'limit_jobs = 150\ndispatchers = ["pcp20"]'), "workloads[1].dispatchers"),
+    (('dispatchers = ["fifo",', 'dispatchers = [{ name = "fifo", predictors = ["walltime"] },'),
+     "dispatchers[0].predictors"),
 ])
 def test_bad_campaign_file_names_the_key(tmp_path: Path, edit: tuple[str, str], key: str) -> None:
     path = _write(tmp_path, SMALL.replace(*edit, 1))

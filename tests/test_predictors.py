@@ -45,7 +45,7 @@ def mk(
 
 
 def test_registry_names_and_classes() -> None:
-    assert PREDICTORS == ["walltime", "real", "last2", "datadriven", "learned"]
+    assert PREDICTORS == ["walltime", "real", "last2", "datadriven", "learned", "sc15"]
     for n in PREDICTORS:
         p = make_predictor(n)
         assert isinstance(p, Predictor) and p.name == n
@@ -58,7 +58,7 @@ def test_registry_names_and_classes() -> None:
 
 
 def test_registry_errors_name_the_known_predictors() -> None:
-    with pytest.raises(CpdispatchError, match="walltime, real, last2, datadriven, learned, last2-pcp21"):
+    with pytest.raises(CpdispatchError, match="walltime, real, last2, datadriven, learned, sc15, last2-pcp21"):
         make_predictor("oracle")
     with pytest.raises(CpdispatchError, match="bad options"):
         make_predictor("walltime", foo=1)
@@ -376,6 +376,7 @@ ONLINE: list[tuple[str, dict[str, Any]]] = [
     ("datadriven", {}),
     ("datadriven", {"match_walltime": True}),
     ("learned", {"refit_every": 3}),  # refits within a short stream
+    ("sc15", {}),
 ]
 
 
@@ -504,6 +505,77 @@ def test_learned_on_kth_beats_last2_and_its_asymmetry_works() -> None:
     assert learned[0] < last2[0] and learned[1] <= last2[1], (learned, last2)
     low, high = score(make_predictor("learned", quantile=0.4)), score(make_predictor("learned", quantile=0.8))
     assert high[1] < learned[1] < low[1]
+
+
+# -- sc15 ------------------------------------------------------------------------------------------
+
+
+def _nag_by_hand(stream_xy: list[tuple[list[float], float, float]], eta: float, lam: float) -> list[float]:
+    """Normalized Adaptive Gradient (Ross, Mineiro and Langford 2013) one coordinate at a time, on
+    SC'15's default loss (square on over-, absolute on under-prediction) plus lam * w_i."""
+    d = len(stream_xy[0][0])
+    w, s, g2, big_n, n = [0.0] * d, [1e-9] * d, [1e-9] * d, 1e-9, 1.0
+    for x, y, weight in stream_xy:
+        for i in range(d):
+            if abs(x[i]) > s[i]:
+                w[i] *= s[i] / abs(x[i])
+                s[i] = abs(x[i])
+        big_n += sum((x[i] / s[i]) ** 2 for i in range(d))
+        e = sum(w[i] * x[i] for i in range(d)) - y
+        slope = weight * 2 * e if e > 0 else (-weight if e < 0 else 0.0)
+        for i in range(d):
+            grad = slope * x[i] + lam * w[i]
+            g2[i] += grad * grad
+            w[i] -= eta * grad / ((big_n * g2[i] / n) ** 0.5 * s[i])
+        n += 2
+    return w
+
+
+@settings(max_examples=60, deadline=None)
+@given(job_specs)
+def test_sc15_learns_as_nag_by_hand(specs: list[Spec]) -> None:
+    """The vectorised step equals NAG written out per coordinate, on the features and weights
+    (1 + log(m r)) of an on-line stream."""
+    import math
+
+    jobs, events = stream(specs)
+    p = make_predictor("sc15", ridge=0.5)
+    xs: dict[int, list[float]] = {}
+    seen = []
+    for kind, i, now in events:
+        if kind == "p":
+            xs[i] = list(p.features(jobs[i], now))
+            p.predict(jobs[i], now)
+        else:
+            m, r = jobs[i].units * jobs[i].req[0], max(jobs[i].runtime, 1)
+            seen.append((xs[i], float(jobs[i].runtime), 1 + math.log(m * r)))
+            p.observe(jobs[i], jobs[i].runtime, now)
+    if seen:
+        assert list(p.w) == pytest.approx(_nag_by_hand(seen, 5000.0, 0.5), rel=1e-7, abs=1e-12)
+
+
+def test_sc15_features_and_bounds() -> None:
+    p = make_predictor("sc15")
+    a = mk(1, walltime=1000)
+    x = p.features(a, 100)
+    assert len(x) == 19 + 120 + 18 and x[0] == 1.0 and x[1] == x[4] == 1000.0  # no history: the request
+    p.predict(a, 100)
+    p.observe(a, 300, 700)  # submitted at 100, ended at 700
+    x = p.features(mk(2, walltime=1000), 800)
+    assert x[1] == 700.0 and x[7] == 300.0 and x[8] == 100.0  # their "last run time": now - submit
+    assert x[19] == x[1] * x[2] and x[-1] == x[18] ** 2
+    p.w[:] = 0.0
+    p.w[0] = -5e6  # a negative output: its absolute value, capped at the request
+    assert p.predict(mk(3, walltime=1000), 900) == 1000
+    p.w[0] = 0.2
+    assert p.predict(mk(4, walltime=1000), 900) == 1  # at least one second
+    assert p.corrects_running and p.extend(mk(walltime=10_000), 400, 300) == 900
+
+
+def test_sc15_options_are_checked() -> None:
+    for bad in ({"over": "exp"}, {"weight": "2"}, {"eta": 0}, {"ridge": -1}):
+        with pytest.raises(CpdispatchError, match="predictor 'sc15'"):
+            make_predictor("sc15", **bad)
 
 
 # -- a real trace ----------------------------------------------------------------------------------

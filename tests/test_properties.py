@@ -36,7 +36,7 @@ def _fingerprint(result):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("name", _names())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), kill=st.booleans(),
-       predictor=st.sampled_from(["walltime", "real", "last2", "datadriven", "learned"]))
+       predictor=st.sampled_from(["walltime", "real", "last2", "datadriven", "learned", "sc15"]))
 def test_valid_and_deterministic(name: str, data: st.DataObject, kill: bool, predictor: str) -> None:
     system = data.draw(systems())
     workload = data.draw(workloads(system))

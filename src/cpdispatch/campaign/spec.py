@@ -25,7 +25,7 @@ TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_fac
             "kill_at_walltime", "room", "profile", "reference")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors", "dispatchers")
-DISPATCHER_KEYS = ("name", "label", "options", "profile")
+DISPATCHER_KEYS = ("name", "label", "options", "profile", "predictors")
 GENERATORS = ("eurora",)
 
 
@@ -92,6 +92,10 @@ def load_campaign(path: str | Path) -> Campaign:
              if "load_factors" in w else factors for i, w in enumerate(workloads)]
     for w in workloads:
         w.pop("load_factors", None)
+    # a dispatcher may run a subset of the predictors (one that reads no prediction needs one);
+    # kept out of the run settings, so the keys of runs made without the subset stay the same
+    only = {d["label"]: _predictor_subset(where, i, d.pop("predictors"), predictors)
+            for i, d in enumerate(dispatchers) if "predictors" in d}
     # a workload may run a subset of the dispatchers, by label (a costly one only where it is affordable)
     chosen = [_subset(where, i, w.pop("dispatchers"), labels) if "dispatchers" in w else labels
               for i, w in enumerate(workloads)]
@@ -103,7 +107,8 @@ def load_campaign(path: str | Path) -> Campaign:
          **({"room": True} if room else {})}  # absent when off: the keys of earlier campaigns stay
         for w, wl_factors, wl_labels in zip(workloads, loads, chosen, strict=True)
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
-        for d in dispatchers if d["label"] in wl_labels for p in predictors for x in wl_factors
+        for d in dispatchers if d["label"] in wl_labels
+        for p in predictors if p in only.get(d["label"], predictors) for x in wl_factors
     )
     return Campaign(name, runs, where, reference)
 
@@ -116,6 +121,17 @@ def _subset(where: str, i: int, value: object, labels: list[str]) -> list[str]:
     if unknown:
         raise InputError(where, None, key, f"not a dispatcher of the campaign: {', '.join(unknown)} "
                          f"(known: {', '.join(labels)})")
+    return value
+
+
+def _predictor_subset(where: str, i: int, value: object, predictors: list[str]) -> list[str]:
+    key = f"dispatchers[{i}].predictors"
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise InputError(where, None, key, "expected a non-empty list of predictor names")
+    unknown = [v for v in value if v not in predictors]
+    if unknown:
+        raise InputError(where, None, key, f"not a predictor of the campaign: {', '.join(unknown)} "
+                         f"(known: {', '.join(predictors)})")
     return value
 
 
@@ -181,7 +197,10 @@ def _dispatcher(where: str, i: int, entry: object, profile: str | None = None) -
         options = {**options, "profile": profile}
     opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in sorted(options.items())}
     label = _str(where, f"dispatchers[{i}].label", entry.get("label", name))
-    return {"name": name, "label": label, "options": opts}
+    out = {"name": name, "label": label, "options": opts}
+    if "predictors" in entry:
+        out["predictors"] = entry["predictors"]  # checked and removed by `load_campaign`
+    return out
 
 
 def _has_profile(name: str) -> bool:

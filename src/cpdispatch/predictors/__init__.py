@@ -12,6 +12,7 @@ from .datadriven import DataDrivenPredictor
 from .last2 import Last2PCP21Predictor, Last2Predictor
 from .learned import LearnedPredictor
 from .real import RealPredictor
+from .sc15 import SC15Predictor
 from .walltime import WalltimePredictor
 
 _CLASSES: dict[str, type[Predictor]] = {
@@ -20,6 +21,7 @@ _CLASSES: dict[str, type[Predictor]] = {
     "last2": Last2Predictor,
     "datadriven": DataDrivenPredictor,
     "learned": LearnedPredictor,
+    "sc15": SC15Predictor,
 }
 
 PREDICTORS: list[str] = list(_CLASSES)
@@ -113,6 +115,7 @@ __all__ = [
     "LearnedPredictor",
     "Predictor",
     "RealPredictor",
+    "SC15Predictor",
     "WalltimePredictor",
     "make_predictor",
     "resolve_predictor",
