@@ -11,11 +11,17 @@ their result files' (EASY 92.58 over 28,481 jobs of their older conversion of th
 69.41). What remains is their event loop: pyss runs a scheduling pass per event, we run one per
 time step (docs/quality.md).
 
-    python benchmarks/match_predictsim.py
+With `--contenders`, then runs the best configurations of docs/quality.md under that handling
+(cleaned trace, pool): EASY++, Slurm's backfill, pcp20 and hcp19, each with requested times,
+last-two, the learned predictor and SC'15's own (sc15), seed 1 as in the campaign, beside their
+best cross-validated EASY++ with a learned predictor (51.44) and their last-two (62.86).
+
+    python benchmarks/match_predictsim.py [--contenders]
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import tempfile
 from pathlib import Path
@@ -28,6 +34,10 @@ except ImportError:  # pragma: no cover
 TRACE = WORKLOADS / "KTH-SP2-1996-2.1-cln.swf.gz"
 POOL = ROOT / "benchmarks" / "systems" / "kth-sp2-pool.toml"
 PUBLISHED = {"easy": 92.58, "easy-sjf": 69.41}
+#: Their EASY++ with last-two and with their best cross-validated learned predictor.
+PUBLISHED_PREDICTED = {"last2": 62.86, "sc15": 51.44}
+CONTENDERS = ("easy-sjf", "slurm-backfill", "pcp20", "hcp19")
+PREDICTORS = ("walltime", "last2", "learned", "sc15")
 
 
 def clean_like_predictsim(src: Path, dst: Path) -> dict[str, int]:
@@ -68,7 +78,23 @@ def clean_like_predictsim(src: Path, dst: Path) -> dict[str, int]:
     return counts
 
 
+def contenders(cleaned: Path) -> None:
+    """Mean bounded slowdown of each contender and predictor under their handling."""
+    print(f"\n{'dispatcher':<15}" + "".join(f"{p:>10}" for p in PREDICTORS) + "   (cleaned as predictsim, pool)")
+    for disp in CONTENDERS:
+        cells = []
+        for pred in PREDICTORS:
+            s = run_cli(str(POOL), str(cleaned), disp, pred, extra=["--format", "swf", "--seed", "1"])
+            cells.append(f"{s['avg_bounded_slowdown']:>10.2f}")
+        print(f"{disp:<15}" + "".join(cells), flush=True)
+    print(f"{'published':<15}{'':>10}{PUBLISHED_PREDICTED['last2']:>10.2f}{'':>10}"
+          f"{PUBLISHED_PREDICTED['sc15']:>10.2f}   (their EASY++; their learned predictor under sc15)")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--contenders", action="store_true", help="also the contenders with every predictor")
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cleaned = Path(tmp) / "kth-like-predictsim.swf"
         print("cleaning:", clean_like_predictsim(TRACE, cleaned))
@@ -79,6 +105,8 @@ def main() -> None:
                     s = run_cli(system, str(trace), disp, "walltime", extra=["--format", "swf"])
                     print(f"{disp:<10} {label:<22} {name:<14} {s['started']:>7,} {s['avg_bounded_slowdown']:>9.2f} "
                           f"{PUBLISHED[disp]:>10.2f}", flush=True)
+        if args.contenders:
+            contenders(cleaned)
 
 
 if __name__ == "__main__":
