@@ -46,7 +46,7 @@ def test_hpc2n_slice_cp_dispatchers_end_to_end(workloads_dir: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize(("dispatcher", "predictor"), [
-    ("easy-sjf", "learned"), ("conservative", "learned"), ("slurm-backfill", "last2")])
+    ("easy-sjf", "learned"), ("easy-sjf", "sc15"), ("conservative", "learned"), ("slurm-backfill", "last2")])
 def test_new_baselines_on_whole_kth_and_a_curie_slice(workloads_dir: Path, tmp_path: Path, dispatcher: str,
                                                       predictor: str) -> None:
     """The whole KTH-SP2 trace and 10,000 jobs of CEA-Curie (5,544 nodes of three kinds): every
