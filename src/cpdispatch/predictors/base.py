@@ -29,3 +29,9 @@ class Predictor(ABC):
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
         """A running job has run `elapsed` >= `predicted` seconds: its new predicted duration."""
         return predicted
+
+
+def processors(job: Job) -> int:
+    """Processors a job asks (units x the first resource type: cores on every preset), the size
+    the SWF-era predictors' features use."""
+    return job.units * (job.req[0] if job.req else 1)

@@ -36,7 +36,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..job import Job
-from .base import Predictor
+from .base import Predictor, processors
 from .correction import LADDER, raise_prediction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
@@ -58,11 +58,6 @@ def _one_blas_thread() -> Any:
     if _controller is None:
         _controller = ThreadpoolController()
     return _controller.limit(limits=1, user_api="blas")
-
-
-def _size(job: Job) -> int:
-    """Processors asked (units x the first type: cores on every preset)."""
-    return job.units * (job.req[0] if job.req else 1)
 
 
 @dataclass(slots=True)
@@ -142,7 +137,7 @@ class LearnedPredictor(Predictor):
         at `now` only. A value the user's history cannot give yet is the requested time, flagged."""
         u = self._users.get(job.user) or _User()
         req = _log(job.estimate)
-        x = [1.0, req, _log(_size(job))]
+        x = [1.0, req, _log(processors(job))]
         logs = u.last_log
         for i in range(1, 4):  # most recent first
             x += [1.0, logs[-i]] if i <= len(logs) else [0.0, req]
@@ -165,7 +160,7 @@ class LearnedPredictor(Predictor):
     def predict(self, job: Job, now: int) -> int:
         x = self.features(job, now)
         u = self._users.setdefault(job.user, _User())
-        size = _size(job)
+        size = processors(job)
         u.unfinished += 1
         u.unfinished_size += size
         u.last_submit = now

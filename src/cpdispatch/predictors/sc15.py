@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..job import Job
-from .base import Predictor
+from .base import Predictor, processors
 from .correction import LADDER, raise_prediction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
@@ -58,10 +58,6 @@ class _User:
     done: int = 0
     last_end: int = 0
     unfinished: dict[str, tuple[int, int]] = field(default_factory=dict)  # job id -> (submit, processors)
-
-
-def _size(job: Job) -> int:
-    return job.units * (job.req[0] if job.req else 1)
 
 
 class SC15Predictor(Predictor):
@@ -122,8 +118,8 @@ class SC15Predictor(Predictor):
         x += [two, 0.33 * sum(lasts) if k >= 3 else two]
         x.append(u.runtime_sum / u.done if u.done else 0.0)
         x.append(float(now - u.last_end) if u.last_end else 0.0)
-        size = float(_size(job))
-        x.append(size / (u.cores_sum / u.done) if u.done else 0.0)
+        size = float(processors(job))
+        x.append(size * u.done / u.cores_sum if u.cores_sum else 0.0)  # ratio to the user's mean
         ages = [now - s for s, _ in u.unfinished.values()]
         x += [float(sum(p for _, p in u.unfinished.values())), float(sum(ages)), float(len(ages)),
               float(max(ages, default=0))]
@@ -136,7 +132,7 @@ class SC15Predictor(Predictor):
     def predict(self, job: Job, now: int) -> int:
         x = self.features(job, now)
         u = self._users.setdefault(job.user, _User())
-        u.unfinished[job.id] = (now, _size(job))
+        u.unfinished[job.id] = (now, processors(job))
         self._pending[job.id] = x
         if job.estimate <= 0:
             return 0
@@ -149,7 +145,7 @@ class SC15Predictor(Predictor):
         entry = u.unfinished.pop(job.id, None)
         if entry is not None:
             submit = entry[0]
-        size = _size(job)
+        size = processors(job)
         if x is not None:
             self._fit(x, float(runtime), self._weight(float(max(size, 1)), float(max(runtime, 1))))
         u.finished = [*u.finished[-2:], (submit, runtime)]
