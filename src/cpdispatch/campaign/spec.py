@@ -94,10 +94,12 @@ def load_campaign(path: str | Path) -> Campaign:
         w.pop("load_factors", None)
     # a dispatcher may run a subset of the predictors (one that reads no prediction needs one);
     # kept out of the run settings, so the keys of runs made without the subset stay the same
-    only = {d["label"]: _predictor_subset(where, i, d.pop("predictors"), predictors)
+    only = {d["label"]: _subset(where, f"dispatchers[{i}].predictors", d.pop("predictors"), predictors,
+                                "predictor names")
             for i, d in enumerate(dispatchers) if "predictors" in d}
     # a workload may run a subset of the dispatchers, by label (a costly one only where it is affordable)
-    chosen = [_subset(where, i, w.pop("dispatchers"), labels) if "dispatchers" in w else labels
+    chosen = [(_subset(where, f"workloads[{i}].dispatchers", w.pop("dispatchers"), labels, "dispatcher labels")
+               if "dispatchers" in w else labels)
               for i, w in enumerate(workloads)]
     kill, room = _bool(where, data, "kill_at_walltime"), _bool(where, data, "room")
     _check_names(where, dispatchers, predictors, workloads)
@@ -113,25 +115,15 @@ def load_campaign(path: str | Path) -> Campaign:
     return Campaign(name, runs, where, reference)
 
 
-def _subset(where: str, i: int, value: object, labels: list[str]) -> list[str]:
-    key = f"workloads[{i}].dispatchers"
+def _subset(where: str, key: str, value: object, known: list[str], what: str) -> list[str]:
+    """`value` as a non-empty list of some of `known` (the campaign's `what`s: "dispatcher labels",
+    "predictor names"); else an error naming `key`."""
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise InputError(where, None, key, "expected a non-empty list of dispatcher labels")
-    unknown = [v for v in value if v not in labels]
+        raise InputError(where, None, key, f"expected a non-empty list of {what}")
+    unknown = [v for v in value if v not in known]
     if unknown:
-        raise InputError(where, None, key, f"not a dispatcher of the campaign: {', '.join(unknown)} "
-                         f"(known: {', '.join(labels)})")
-    return value
-
-
-def _predictor_subset(where: str, i: int, value: object, predictors: list[str]) -> list[str]:
-    key = f"dispatchers[{i}].predictors"
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise InputError(where, None, key, "expected a non-empty list of predictor names")
-    unknown = [v for v in value if v not in predictors]
-    if unknown:
-        raise InputError(where, None, key, f"not a predictor of the campaign: {', '.join(unknown)} "
-                         f"(known: {', '.join(predictors)})")
+        raise InputError(where, None, key, f"not a {what.split()[0]} of the campaign: {', '.join(unknown)} "
+                         f"(known: {', '.join(known)})")
     return value
 
 
