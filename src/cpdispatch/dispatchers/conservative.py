@@ -15,7 +15,8 @@ import numpy as np
 
 from ..snapshot import Decision, Snapshot
 from .base import registered
-from .easy import _IN_ORDER, CompiledPass
+from .easy import CompiledPass
+from .queue_cache import kernel_order
 
 
 class ReservingPass(CompiledPass):
@@ -47,7 +48,7 @@ class ReservingPass(CompiledPass):
         free = snapshot.free.copy()
         positions, nodes, offsets, held, held_at = self._pass(
             free, self._capacity_of(snapshot.system), self._best, self._weights(snapshot), snapshot.time,
-            cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
+            cache.live, kernel_order(order), cache.units, cache.predicted, cache.shape,
             cache.shapes, running.arrays(), self.depth, self.window, self.resolution,
         )
         if self.keep_reservations:

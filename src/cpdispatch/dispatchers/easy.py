@@ -28,10 +28,8 @@ from ..allocators import get_allocator
 from ..snapshot import Decision, LiveView, RunningJob, Snapshot, Start
 from ..system import System
 from .base import Dispatcher, Option, registered
+from .queue_cache import kernel_order
 from .queue_order import ALLOCATOR_OPTION, LiveQueueCache
-
-#: `order` for the kernel when FIFO order is queue order.
-_IN_ORDER = np.zeros(0, dtype=np.int64)
 
 
 class RunningCache:
@@ -242,7 +240,7 @@ class Easy(CompiledPass):
         self._keep_fits(free, cache)
         positions, nodes, offsets = self._pass(
             free, self._capacity_of(snapshot.system), self._best, self._weights(snapshot), snapshot.time,
-            cache.live, _IN_ORDER if order is None else order, cache.units, cache.predicted, cache.shape,
+            cache.live, kernel_order(order), cache.units, cache.predicted, cache.shape,
             cache.shapes, cache.shape_live, self._fit, self._known, self._last_free,
             running.arrays(), self.shortest_first,
         )

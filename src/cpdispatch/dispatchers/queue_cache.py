@@ -269,6 +269,15 @@ class LiveQueueCache(QueueCache):
         return live[np.argsort(self.submit[live], kind="stable")]
 
 
+_IN_ORDER = np.zeros(0, dtype=np.int64)
+
+
+def kernel_order(order: np.ndarray | None) -> np.ndarray:
+    """`order` as the compiled backfilling kernels take it: an empty array for queue order (numba
+    takes no None)."""
+    return _IN_ORDER if order is None else order
+
+
 def within(totals: np.ndarray, limit: list[int]) -> np.ndarray:
     """Per column of a (types x jobs) array, whether every type is within `limit`."""
     if not limit:
