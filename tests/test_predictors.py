@@ -62,8 +62,11 @@ def test_registry_errors_name_the_known_predictors() -> None:
         make_predictor("oracle")
     with pytest.raises(CpdispatchError, match="bad options"):
         make_predictor("walltime", foo=1)
-    with pytest.raises(CpdispatchError, match="ladder"):
-        make_predictor("last2", ladder=(5, 3))
+    for name in ("last2", "learned", "sc15"):  # one check for every predictor that corrects
+        with pytest.raises(CpdispatchError, match="ladder"):
+            make_predictor(name, ladder=(5, 3))
+        with pytest.raises(CpdispatchError, match="ladder"):
+            make_predictor(name, ladder=())
 
 
 def test_walltime_and_real() -> None:

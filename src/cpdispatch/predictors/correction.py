@@ -15,6 +15,13 @@ from ..job import Job
 LADDER: tuple[int, ...] = (60, 300, 900, 1800, 3600, 7200, 18000, 36000, 72000, 180000, 360000)
 
 
+def checked_ladder(ladder: tuple[int, ...]) -> tuple[int, ...]:
+    """`ladder` as a tuple; ValueError unless strictly increasing positive seconds."""
+    if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
+        raise ValueError("ladder must be strictly increasing positive seconds")
+    return tuple(ladder)
+
+
 def next_rung(elapsed: int, ladder: tuple[int, ...] = LADDER) -> int:
     """The smallest rung strictly above `elapsed` (multiples of the top rung beyond the ladder)."""
     i = bisect_right(ladder, elapsed)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from ..job import Job
 from .base import Predictor
-from .correction import LADDER, raise_prediction
+from .correction import LADDER, checked_ladder, raise_prediction
 
 
 def _mean_ceil(values: Iterable[int]) -> int:
@@ -34,9 +34,7 @@ class Last2Predictor(Predictor):
     corrects_running = True
 
     def __init__(self, ladder: tuple[int, ...] = LADDER) -> None:
-        if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
-            raise ValueError("ladder must be strictly increasing positive seconds")
-        self.ladder = tuple(ladder)
+        self.ladder = checked_ladder(ladder)
         self._last: dict[str, tuple[int, ...]] = {}
 
     def predict(self, job: Job, now: int) -> int:

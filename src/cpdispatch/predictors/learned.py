@@ -37,7 +37,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..job import Job
 from .base import Predictor, processors
-from .correction import LADDER, raise_prediction
+from .correction import LADDER, checked_ladder, raise_prediction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
 _TAU = 2 * math.pi
@@ -116,10 +116,8 @@ class LearnedPredictor(Predictor):
             raise ValueError("quantile must be in (0, 1)")
         if window < 1 or refit_every < 1 or iterations < 1 or ridge < 0:
             raise ValueError("window, refit_every and iterations must be >= 1, ridge >= 0")
-        if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
-            raise ValueError("ladder must be strictly increasing positive seconds")
         self.quantile, self.window, self.refit_every, self.ridge = quantile, window, refit_every, ridge
-        self.ladder = tuple(ladder)
+        self.ladder = checked_ladder(ladder)
         self.iterations = iterations
         n = len(FEATURES)
         self.weights = [0.0] * n

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..job import Job
 from .base import Predictor, processors
-from .correction import LADDER, raise_prediction
+from .correction import LADDER, checked_ladder, raise_prediction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
 _TAU = 2 * math.pi
@@ -89,7 +89,7 @@ class SC15Predictor(Predictor):
         self.over, self.under, self.over_slope, self.under_slope = over, under, over_slope, under_slope
         self.threshold, self.weight_name, self.eta, self.ridge = threshold, weight, eta, ridge
         self._weight = WEIGHTS[weight]
-        self.ladder = tuple(ladder)
+        self.ladder = checked_ladder(ladder)
         d = _BASE + len(_PAIRS[0]) + (_BASE - 1)
         self.w = np.zeros(d)
         self._scale = np.full(d, 1e-9)  # NAG's s: the largest |x_i| seen
