@@ -19,8 +19,10 @@ from cpdispatch.predictors import (
     Last2Predictor,
     Predictor,
     make_predictor,
+    parse_spec,
+    resolve_predictor,
 )
-from cpdispatch.predictors.correction import LADDER, next_rung
+from cpdispatch.predictors.correction import LADDER, RULES, next_rung
 
 from .conftest import WORKLOADS, needs_traces
 
@@ -111,13 +113,39 @@ def test_last2_extend() -> None:
     assert p.extend(j, 50, 80) == 80  # not outlived: unchanged
 
 
-@given(st.integers(0, 2_000_000), st.integers(0, 2_000_000), st.integers(1, 2_000_000))
-def test_last2_extend_always_ahead(elapsed: int, predicted: int, walltime: int) -> None:
+def test_request_correction_jumps_to_the_request_then_climbs() -> None:
+    for name in ("last2", "learned", "sc15"):  # every predictor with the option
+        p = make_predictor(name, correction="request")
+        j = mk(walltime=1000)
+        assert p.extend(j, 100, 100) == 1000 and p.extend(j, 50, 80) == 80
+        assert p.extend(j, 1000, 1000) == 1800  # past its request (not killed): the ladder
+        with pytest.raises(CpdispatchError, match="correction must be one of ladder, request"):
+            make_predictor(name, correction="jump")
+
+
+@given(st.integers(0, 2_000_000), st.integers(0, 2_000_000), st.integers(1, 2_000_000),
+       st.sampled_from(RULES))
+def test_extend_always_ahead(elapsed: int, predicted: int, walltime: int, rule: str) -> None:
     predicted = min(predicted, elapsed)
-    new = Last2Predictor().extend(mk(walltime=walltime), elapsed, predicted)
+    new = Last2Predictor(correction=rule).extend(mk(walltime=walltime), elapsed, predicted)
     assert new > elapsed
     if walltime > elapsed:
         assert new <= walltime
+
+
+def test_options_in_the_name() -> None:
+    assert parse_spec("learned, quantile=0.7,refit-every=500,correction=request") == (
+        "learned", {"quantile": 0.7, "refit_every": 500, "correction": "request"})
+    p = resolve_predictor("last2, correction=request")
+    assert isinstance(p, Last2Predictor) and p.correction.rule == "request"
+    assert p.name == "last2,correction=request" and Last2Predictor.name == "last2"  # results say which
+    assert make_predictor("last2-pcp21").name == "last2-pcp21"
+    with pytest.raises(CpdispatchError, match="'quantile' is not KEY=VALUE"):
+        resolve_predictor("learned,quantile")
+    with pytest.raises(CpdispatchError, match="bad options"):
+        resolve_predictor("walltime,foo=1")
+    with pytest.raises(CpdispatchError, match="ladder"):
+        resolve_predictor("last2,ladder=60")
 
 
 def test_last2_bug_compatible_learns_predictions() -> None:

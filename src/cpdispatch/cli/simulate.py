@@ -193,7 +193,8 @@ def add_simulate(sub: Any) -> None:
                    help="dispatcher option (repeatable); see cpdispatch dispatchers")
     s.add_argument("--predictor", default="walltime",
                    help="duration predictor: walltime (the user's request, AccaSim's), real, last2, datadriven, "
-                        "learned (fitted on-line on the jobs finished so far), sc15 (SC'15's), or module:attr")
+                        "learned (fitted on-line on the jobs finished so far), sc15 (SC'15's), or module:attr; "
+                        "options after commas, e.g. last2,correction=request")
     s.add_argument("--out", required=True, help="output folder (new or empty; see --overwrite)")
     s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.add_argument("--limit-jobs", type=int, default=None, help="keep only N jobs (after --skip-jobs)")

@@ -30,10 +30,40 @@ PREDICTORS: list[str] = list(_CLASSES)
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {"last2-pcp21": ("last2", {"bug_compatible": True})}
 
 
+def _value(text: str) -> Any:
+    """An option value as written in a spec: an int, a float, true/false, or the text itself."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name,key=value,...`` (how the command line and campaign files give a predictor options,
+    e.g. ``last2,correction=request``) as the name and its options."""
+    name, *pairs = (part.strip() for part in spec.split(","))
+    opts: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CpdispatchError(f"predictor {spec!r}: option {pair!r} is not KEY=VALUE")
+        opts[key.strip().replace("-", "_")] = _value(value.strip())
+    return name, opts
+
+
 def make_predictor(name: str, **opts: Any) -> Predictor:
-    """A fresh predictor. Options are the class's constructor arguments; `last2` also takes
-    `bug_compatible=True` for PCP21's shipped behaviour (see `Last2PCP21Predictor`), also reachable
-    by the alias name `last2-pcp21` (so the command line can select it)."""
+    """A fresh predictor. Options are the class's constructor arguments, given as keywords or in
+    the name (`parse_spec`); the predictor is then named as written, so that results say which
+    variant ran. `last2` also takes `bug_compatible=True` for PCP21's shipped behaviour (see
+    `Last2PCP21Predictor`), also reachable by the alias name `last2-pcp21`."""
+    if "," in name:
+        spec = ",".join(part.strip() for part in name.split(","))
+        name, written = parse_spec(name)
+        predictor = make_predictor(name, **(written | opts))
+        predictor.name = spec
+        return predictor
     if name in ALIASES:
         name, extra = ALIASES[name]
         opts = extra | opts
@@ -63,7 +93,7 @@ class _Adapted(Predictor):
 
     def __init__(self, obj: Any) -> None:
         self.obj = obj
-        self.name = getattr(obj, "name", type(obj).__name__)  # type: ignore[misc]
+        self.name = getattr(obj, "name", type(obj).__name__)
         self.corrects_running = bool(getattr(obj, "corrects_running", False))  # type: ignore[misc]
 
     def predict(self, job: Job, now: int) -> int:
@@ -92,7 +122,7 @@ def resolve_predictor(spec: Any) -> Predictor:
             from ..dispatchers.base import import_object
 
             return resolve_predictor(import_object(spec))
-        if spec not in _CLASSES and spec not in ALIASES:
+        if spec not in _CLASSES and spec not in ALIASES and "," not in spec:
             found = plugins()
             if spec in found:
                 return resolve_predictor(found[spec].load())
@@ -118,5 +148,6 @@ __all__ = [
     "SC15Predictor",
     "WalltimePredictor",
     "make_predictor",
+    "parse_spec",
     "resolve_predictor",
 ]

@@ -16,7 +16,7 @@ class Predictor(ABC):
     outlives its prediction. Nothing else reaches the predictor: it cannot see the future.
     """
 
-    name: ClassVar[str] = ""
+    name: str = ""  # an instance built with options is named after them (`make_predictor`)
     corrects_running: ClassVar[bool] = False
 
     @abstractmethod

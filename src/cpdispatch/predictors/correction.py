@@ -1,12 +1,20 @@
-"""Tsafrir's correction: a running job that outlived its prediction gets a new, larger one.
+"""What a predictor says when a running job outlives its prediction.
 
-Shared by the learned predictors (last2, datadriven), which can underestimate: without it a
-dispatcher would plan with a job that should already have ended.
+Shared by the predictors that can underestimate (last2, learned, sc15, datadriven): without a
+correction a dispatcher would plan with a job that should already have ended. Two rules:
+
+- ``ladder`` (Tsafrir, Etsion & Feitelson 2007): the next rung of `LADDER` above the elapsed time,
+  capped at the request while the request is still ahead;
+- ``request``: straight to the request, as SC'15's code does (their ``reqtime`` corrector).
+
+Under both, a job already past its request (no kill at walltime) climbs the ladder, so the new
+prediction is always above the elapsed time.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 
 from ..job import Job
 
@@ -14,12 +22,7 @@ from ..job import Job
 #: 1, 2, 5, 10, 20, 50, 100 h; past the top rung, further multiples of 100 h.
 LADDER: tuple[int, ...] = (60, 300, 900, 1800, 3600, 7200, 18000, 36000, 72000, 180000, 360000)
 
-
-def checked_ladder(ladder: tuple[int, ...]) -> tuple[int, ...]:
-    """`ladder` as a tuple; ValueError unless strictly increasing positive seconds."""
-    if not ladder or list(ladder) != sorted(set(ladder)) or ladder[0] <= 0:
-        raise ValueError("ladder must be strictly increasing positive seconds")
-    return tuple(ladder)
+RULES: tuple[str, ...] = ("ladder", "request")
 
 
 def next_rung(elapsed: int, ladder: tuple[int, ...] = LADDER) -> int:
@@ -31,13 +34,31 @@ def next_rung(elapsed: int, ladder: tuple[int, ...] = LADDER) -> int:
     return (elapsed // top + 1) * top
 
 
-def raise_prediction(job: Job, elapsed: int, predicted: int, ladder: tuple[int, ...] = LADDER) -> int:
-    """The next rung above `elapsed`, capped at the estimate while the estimate is still ahead;
-    a job already past its estimate (no kill) just gets the next rung. Always > elapsed."""
-    if elapsed < predicted:
-        return predicted
-    new = next_rung(elapsed, ladder)
-    est = job.estimate
-    if est > elapsed:
-        new = min(new, est)
-    return new
+@dataclass(frozen=True)
+class Correction:
+    """A correction rule (one of `RULES`) and its ladder; ValueError on a bad one, so a typo in a
+    predictor option fails when the predictor is built."""
+
+    rule: str = "ladder"
+    ladder: tuple[int, ...] = LADDER
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"correction must be one of {', '.join(RULES)}, not {self.rule!r}")
+        ladder = tuple(self.ladder) if isinstance(self.ladder, (tuple, list)) else ()
+        if (not ladder or not all(isinstance(r, int) for r in ladder) or list(ladder) != sorted(set(ladder))
+                or ladder[0] <= 0):
+            raise ValueError("ladder must be strictly increasing positive seconds")
+        object.__setattr__(self, "ladder", ladder)
+
+    def extend(self, job: Job, elapsed: int, predicted: int) -> int:
+        """The prediction of a job running for `elapsed` seconds that was predicted `predicted`:
+        unchanged while still ahead, else as the rule says; always > elapsed."""
+        if elapsed < predicted:
+            return predicted
+        request = job.estimate
+        if request <= elapsed:
+            return next_rung(elapsed, self.ladder)
+        if self.rule == "request":
+            return request
+        return min(next_rung(elapsed, self.ladder), request)

@@ -23,7 +23,9 @@ from typing import TypeVar
 
 from ..job import Job
 from .base import Predictor
-from .correction import raise_prediction
+from .correction import Correction
+
+_CORRECTION = Correction()  # Tsafrir's ladder, last2's default
 
 Shape = tuple[int, ...]  # (units, *per-unit request)
 Ctx = tuple[object, ...]  # profile attributes other than name and resources: (queue[, walltime])
@@ -151,7 +153,7 @@ class DataDrivenPredictor(Predictor):
         self.rule_counts = [0] * 8  # index = rule that fired (0 unused): a cheap diagnostic
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
-        return raise_prediction(job, elapsed, predicted)
+        return _CORRECTION.extend(job, elapsed, predicted)
 
     def _ctx(self, job: Job) -> Ctx:
         return (job.queue, job.walltime) if self.match_walltime else (job.queue,)

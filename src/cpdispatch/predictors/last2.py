@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from ..job import Job
 from .base import Predictor
-from .correction import LADDER, checked_ladder, raise_prediction
+from .correction import LADDER, Correction
 
 
 def _mean_ceil(values: Iterable[int]) -> int:
@@ -22,10 +22,9 @@ class Last2Predictor(Predictor):
     """Mean of the user's last two actual run times (integer mean, rounded up), never above the job's
     estimate; the estimate when the user has no finished job yet.
 
-    A running job that outlives its prediction is raised to the next rung of `LADDER` above the
-    elapsed time, capped at the estimate while the estimate is still ahead; a job already past its
-    estimate (no kill) just gets the next rung. The result is always > elapsed, so the dispatcher
-    never plans with a job that should already have ended.
+    A running job that outlives its prediction is re-predicted by `correction` (`RULES`:
+    Tsafrir's ``ladder`` of `ladder` rungs, or a jump to the ``request``), always above the elapsed
+    time, so the dispatcher never plans with a job that should already have ended.
 
     Jobs with an empty user share one history: the trace cannot tell their users apart.
     """
@@ -33,8 +32,8 @@ class Last2Predictor(Predictor):
     name = "last2"
     corrects_running = True
 
-    def __init__(self, ladder: tuple[int, ...] = LADDER) -> None:
-        self.ladder = checked_ladder(ladder)
+    def __init__(self, ladder: tuple[int, ...] = LADDER, correction: str = "ladder") -> None:
+        self.correction = Correction(correction, ladder)
         self._last: dict[str, tuple[int, ...]] = {}
 
     def predict(self, job: Job, now: int) -> int:
@@ -48,7 +47,7 @@ class Last2Predictor(Predictor):
         self._last[job.user] = (*prev[-1:], runtime)
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
-        return raise_prediction(job, elapsed, predicted, self.ladder)
+        return self.correction.extend(job, elapsed, predicted)
 
 
 class Last2PCP21Predictor(Predictor):

@@ -37,7 +37,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..job import Job
 from .base import Predictor, processors
-from .correction import LADDER, checked_ladder, raise_prediction
+from .correction import LADDER, Correction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
 _TAU = 2 * math.pi
@@ -96,8 +96,8 @@ class LearnedPredictor(Predictor):
     Every `refit_every` finished jobs the model is refitted on the last `window` finished jobs:
     `iterations` IRLS steps from the last weights towards the minimum of the pinball loss of level
     `quantile` plus a `ridge` penalty on the slopes; `quantile` (tau in (0, 1)) is the asymmetry,
-    0.5 the median. Until `refit_every` jobs have finished it predicts the estimate. `ladder`:
-    Tsafrir's correction of running jobs that outlive their prediction, as for last2.
+    0.5 the median. Until `refit_every` jobs have finished it predicts the estimate. `correction`
+    and `ladder`: how a running job that outlives its prediction is re-predicted, as for last2.
     """
 
     name = "learned"
@@ -111,13 +111,14 @@ class LearnedPredictor(Predictor):
         ridge: float = 1.0,
         iterations: int = 3,
         ladder: tuple[int, ...] = LADDER,
+        correction: str = "ladder",
     ) -> None:
         if not 0.0 < quantile < 1.0:
             raise ValueError("quantile must be in (0, 1)")
         if window < 1 or refit_every < 1 or iterations < 1 or ridge < 0:
             raise ValueError("window, refit_every and iterations must be >= 1, ridge >= 0")
         self.quantile, self.window, self.refit_every, self.ridge = quantile, window, refit_every, ridge
-        self.ladder = checked_ladder(ladder)
+        self.correction = Correction(correction, ladder)
         self.iterations = iterations
         n = len(FEATURES)
         self.weights = [0.0] * n
@@ -186,7 +187,7 @@ class LearnedPredictor(Predictor):
             u.by_name[job.name] = y
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
-        return raise_prediction(job, elapsed, predicted, self.ladder)
+        return self.correction.extend(job, elapsed, predicted)
 
     def _learn(self, x: list[float], y: float) -> None:
         """Remember (x, y); refit on the window every `refit_every` jobs."""

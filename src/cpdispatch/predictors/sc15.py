@@ -19,8 +19,9 @@ Different, and why:
 - the user's "running jobs" are the user's unfinished jobs (queued or running), with their time
   since submission: a predictor here sees submissions and completions, never the dispatcher's
   starts, so that predictions do not depend on the dispatcher being compared;
-- Tsafrir's correction is the project's (`correction.raise_prediction`: the next rung above the
-  elapsed time), where theirs adds the next rung's increment to the old prediction.
+- the correction of a running job that outlives its prediction is the project's (`Correction`:
+  the next rung above the elapsed time, or the request with `correction="request"`), where their
+  learned settings add the next rung's increment to the old prediction.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from ..job import Job
 from .base import Predictor, processors
-from .correction import LADDER, checked_ladder, raise_prediction
+from .correction import LADDER, Correction
 
 _DAY, _WEEK = 86_400.0, 7 * 86_400.0
 _TAU = 2 * math.pi
@@ -79,6 +80,7 @@ class SC15Predictor(Predictor):
         eta: float = 5000.0,
         ridge: float = 4e9,
         ladder: tuple[int, ...] = LADDER,
+        correction: str = "ladder",
     ) -> None:
         if over not in CURVES or under not in CURVES:
             raise ValueError(f"over and under must be one of {CURVES}")
@@ -89,7 +91,7 @@ class SC15Predictor(Predictor):
         self.over, self.under, self.over_slope, self.under_slope = over, under, over_slope, under_slope
         self.threshold, self.weight_name, self.eta, self.ridge = threshold, weight, eta, ridge
         self._weight = WEIGHTS[weight]
-        self.ladder = checked_ladder(ladder)
+        self.correction = Correction(correction, ladder)
         d = _BASE + len(_PAIRS[0]) + (_BASE - 1)
         self.w = np.zeros(d)
         self._scale = np.full(d, 1e-9)  # NAG's s: the largest |x_i| seen
@@ -155,7 +157,7 @@ class SC15Predictor(Predictor):
         u.last_end = now
 
     def extend(self, job: Job, elapsed: int, predicted: int) -> int:
-        return raise_prediction(job, elapsed, predicted, self.ladder)
+        return self.correction.extend(job, elapsed, predicted)
 
     def _slope(self, curve: str, slope: float, e: float) -> float:
         """d(loss)/d(prediction) of one side's curve at error e >= 0."""
