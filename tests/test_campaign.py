@@ -333,7 +333,8 @@ def test_collect_of_an_empty_campaign(tmp_path: Path) -> None:
 def test_shipped_campaigns_load_and_gpu_share_shapes_the_mix() -> None:
     root = Path(__file__).resolve().parents[1] / "campaigns"
     sizes = {p.stem: len(load_campaign(p).runs) for p in sorted(root.glob("*.toml"))}
-    assert set(sizes) == {f"{s}-{v}" for s in ("pcp20", "ablation", "hetero", "quality") for v in ("small", "full")}
+    studies = {f"{s}-{v}" for s in ("pcp20", "ablation", "hetero", "quality") for v in ("small", "full")}
+    assert set(sizes) == studies | {"correction"} and sizes["correction"] == 54
     hetero = load_campaign(root / "hetero-small.toml").runs
     mixes = {r["workload"]["label"]: build_workload(r) for r in hetero if r["replica"] == 1}
     gpu_jobs = {label: sum(1 for j in w.jobs if j.req[2] > 0) for label, w in mixes.items()}

@@ -280,6 +280,26 @@ def test_never_worse_than_greedy() -> None:
     assert [s.job_id for s in dec.starts] == ["a"]
 
 
+class Gapped(Hcp3):
+    """A search stopped early with a better order than the greedy plan's but an idle gap first."""
+
+    def run_policy(self, built: BuiltModel, greedy: Plan | None) -> tuple[Plan, bool, bool]:
+        return Plan(starts={"b": 1, "a": 2}), False, True
+
+
+def test_a_gap_left_by_the_search_is_closed() -> None:
+    """On an idle machine the solver's plan starts nothing now (found on SC'15's CEA-Curie set:
+    seven jobs of 94% of the machine rejected after waiting for weeks); shifted left, b starts."""
+    snap = snapshot(ONE, [(job("a", 0, 4), 100), (job("b", 995, 4), 1)], now=1000)
+    d = Gapped()
+    inst = d.instance(snap, d.select(snap, d.order(snap)))
+    assert [j.id for j in inst.jobs] == ["a", "b"]  # the greedy plan: a now, b after it
+    dec = d.decide(snap)
+    assert dec.status == "shifted" and [s.job_id for s in dec.starts] == ["b"]
+    assert dec.objective == plan_objective("slowdown", inst, {"b": 0, "a": 1})
+    assert Gapped(fallback=False).decide(snap).starts == ()  # the papers' set-up enacts the plan as found
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
 def test_decisions_are_valid(seed: int) -> None:

@@ -34,7 +34,7 @@ from ..base import Dispatcher, Option
 from ..ewt import EWT_PRESETS, parse_ewt
 from .built import BuiltModel, ModelTooLarge
 from .fitting import eligible, extract_starts, fast_path, take
-from .greedy import greedy_plan, plan_objective
+from .greedy import greedy_plan, left_shifted, plan_objective
 from .instance import CpJob, CpRunning, Instance, Plan
 from .options import FitNow, FrontEnd, options_of
 from .policies import POLICIES, FastOptions, Limits, Result, SolveLimits, policy_families
@@ -304,7 +304,8 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
 
     def optimise(self, ready: Ready) -> Outcome:
         """The solver's plan under the time policy, or the greedy plan when the solver finds none
-        (NO_SOLUTION) or a worse one (GREEDY_BETTER), unless `fallback` is off."""
+        (NO_SOLUTION) or a worse one (GREEDY_BETTER), or, when the solver's plan starts nothing now,
+        that plan shifted left if that is better (SHIFTED); the last two only with `fallback` on."""
         inst, greedy, g_obj = ready.inst, ready.greedy, ready.value
         built = ready.built if ready.built is not None else self.build(inst)
         built.post()
@@ -319,6 +320,11 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         b_obj = self.plan_value(inst, best)
         if self.fallback and g_obj is not None and greedy is not None and g_obj < b_obj:
             return Outcome(greedy, Status.GREEDY_BETTER, g_obj, solved, built, inst)
+        if self.fallback and not optimal and greedy is not None and 0 not in best.starts.values():
+            shifted = left_shifted(inst, best)
+            s_obj = self.plan_value(inst, shifted) if shifted is not None else b_obj
+            if shifted is not None and s_obj < b_obj:
+                return Outcome(shifted, Status.SHIFTED, s_obj, solved, built, inst)
         return Outcome(best, Status.OPTIMAL if optimal else Status.FEASIBLE, b_obj, solved, built, inst)
 
     def enact(self, snapshot: Snapshot, ordered: list[QueuedJob], out: Outcome) -> Decision:

@@ -226,6 +226,19 @@ def greedy_plan(
     return plan
 
 
+def left_shifted(instance: Instance, plan: Plan) -> Plan | None:
+    """`plan`'s jobs in the order of their starts (ties in priority order), each at its earliest
+    feasible start (`greedy_plan`), or None if one fits at no time. On one pool of a resource no
+    job starts later than in `plan`, so a regular objective can only improve; across nodes the
+    best fit may place jobs differently, and the caller compares values."""
+    rank = {j.id: i for i, j in enumerate(instance.jobs)}
+    order = sorted(instance.jobs, key=lambda j: (plan.starts[j.id], rank[j.id]))
+    try:
+        return greedy_plan(instance, order)
+    except NoStart:
+        return None
+
+
 def _first_fit(
     prof: _Profile, job: CpJob, req: tuple[int, ...], weights: np.ndarray | None, limit: np.ndarray | None,
     latest: int | None,

@@ -28,6 +28,10 @@ class Status(StrEnum):
     OPTIMAL = "optimal"
     #: the solver's plan, not proven optimal
     FEASIBLE = "feasible"
+    #: the solver's plan (not proven optimal) started nothing now; moved as early as its jobs fit
+    #: in the order of its starts, it does, and is better (`fallback`): a search stopped early
+    #: can leave a gap at the start that its own order fills
+    SHIFTED = "shifted"
     #: eurora14: the plan of a pure phase ranks better than the composite's
     PHASE = "phase"
     #: the solver found no plan; the greedy plan is enacted (`fallback`)
