@@ -320,10 +320,9 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         b_obj = self.plan_value(inst, best)
         if self.fallback and g_obj is not None and greedy is not None and g_obj < b_obj:
             return Outcome(greedy, Status.GREEDY_BETTER, g_obj, solved, built, inst)
-        if self.fallback and not optimal and greedy is not None and 0 not in best.starts.values():
+        if self.fallback and not optimal and 0 not in best.starts.values():
             shifted = left_shifted(inst, best)
-            s_obj = self.plan_value(inst, shifted) if shifted is not None else b_obj
-            if shifted is not None and s_obj < b_obj:
+            if shifted is not None and (s_obj := self.plan_value(inst, shifted)) < b_obj:
                 return Outcome(shifted, Status.SHIFTED, s_obj, solved, built, inst)
         return Outcome(best, Status.OPTIMAL if optimal else Status.FEASIBLE, b_obj, solved, built, inst)
 
