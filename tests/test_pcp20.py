@@ -620,8 +620,9 @@ def test_a_zero_width_box_off_the_axis_constrains_nothing(wall_position: int) ->
     assert wall is not None and list(wall.proto.domain) == [-1, -1, 1, 1]
 
 
+@pytest.mark.parametrize("relaxed", [False, True])
 @pytest.mark.parametrize("max_units", [128, 1])
-def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
+def test_dispatcher_starts_valid_jobs(max_units: int, relaxed: bool) -> None:
     from cpdispatch.dispatchers import make_dispatcher
     from cpdispatch.job import Job
     from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
@@ -634,7 +635,7 @@ def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
     free = np.array(sys_.capacity)
     free[0] -= (4, 4)
     snap = Snapshot(10, sys_, queued, (RunningJob(run, 0, 20, on(0, 0)),), free)
-    disp = make_dispatcher("pcp20", {"max_units": str(max_units)})
+    disp = make_dispatcher("pcp20", {"max_units": str(max_units), "relaxed_start": "0.005" if relaxed else "0"})
     assert isinstance(disp, CpDispatcher)
     inst = disp.instance(snap, disp.select(snap, disp.order(snap)))
     greedy = greedy_plan(inst)
@@ -645,7 +646,10 @@ def test_dispatcher_starts_valid_jobs(max_units: int) -> None:
         for k in s.nodes:
             work[k] -= job.req
     assert (work >= 0).all()
-    if max_units == 1:  # the size guard: the greedy plan's jobs at 0, no solve
+    if relaxed:  # the relaxation's optimum fits on the nodes as planned: proven, no model solved
+        assert decision.status == "relaxation" and decision.variables is None
+        assert sorted(s.job_id for s in decision.starts) == ["q0", "q2", "q3"]
+    elif max_units == 1:  # the size guard: the greedy plan's jobs at 0, no solve
         assert decision.status == "greedy:too-large"
         assert sorted(s.job_id for s in decision.starts) == sorted(j for j, t in greedy.starts.items() if t == 0)
     else:  # the model improves on the greedy plan (q1 waits so that q2 and q3 start now)

@@ -65,14 +65,16 @@ def resolve_ewt(text: str) -> str:
 @dataclass
 class Ready:
     """What a solve starts from: the instance, its model (None: over the size guard, `too_large`,
-    or built by the subclass's own `optimise`), the greedy plan (None: nothing uses it, or no job
-    order fits) and its objective value."""
+    or built by the subclass's own `optimise`), the starting plan (None: nothing uses it, or no
+    job order fits) and its objective value. The starting plan is the greedy plan unless a
+    subclass has a better one (pcp20's shifted relaxation), which may be `proven` optimal."""
 
     inst: Instance
     built: BuiltModel | None
     greedy: Plan | None
     value: int | None
     too_large: bool = False
+    proven: bool = False
 
 
 @dataclass
@@ -263,9 +265,10 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     def skip_solver(self, snapshot: Snapshot, ordered: list[QueuedJob]) -> Outcome | Ready:
         """The one place that decides not to solve, in this order: the whole queue fits now
         (FASTPATH), no job fits now (EMPTY), the greedy plan starts every selected job now
-        (GREEDY_ALL_NOW: no objective can do better, all are monotone in the starts), the model is
-        over its size guard (TOO_LARGE, or TOO_LARGE_UNSOLVED without fallback, NO_PLAN without a
-        greedy plan). Otherwise what the solve starts from."""
+        (GREEDY_ALL_NOW: no objective can do better, all are monotone in the starts), the starting
+        plan is proven optimal (RELAXATION), the model is over its size guard (TOO_LARGE, or
+        TOO_LARGE_UNSOLVED without fallback, NO_PLAN without a greedy plan). Otherwise what the
+        solve starts from."""
         if self.fastpath:
             starts = fast_path(snapshot, ordered, self._alloc.weights)
             if starts is not None:
@@ -277,6 +280,8 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         inst, greedy = ready.inst, ready.greedy
         if self.shortcut and greedy is not None and not any(greedy.starts.values()) and not inst.postponed:
             return Outcome(greedy, Status.GREEDY_ALL_NOW, ready.value, True, inst=inst)
+        if ready.proven:
+            return Outcome(greedy, Status.RELAXATION, ready.value, True, inst=inst)
         if not ready.too_large:
             return ready
         if greedy is None:

@@ -54,6 +54,7 @@ PAPER_BY_DISPATCHER: dict[str, dict[str, Any]] = {
         "max_units": 0,  # no size guard
         "max_running_boxes": 0,
         "stage2": 0,  # the second stage is ours
+        "relaxed_start": 0.0,  # so is the relaxation's starting plan
     },
     "pcp": _PCP19_FAMILY,
     "pcp1": _PCP19_FAMILY,

@@ -26,6 +26,9 @@ class Status(StrEnum):
     NO_PLAN = "none"
     #: the solver's plan, proven optimal
     OPTIMAL = "optimal"
+    #: pcp20: the proven optimum of HCP's relaxation kept its value once shifted onto the nodes, so
+    #: it is optimal for the exact model, which is not solved (`relaxed_start`)
+    RELAXATION = "relaxation"
     #: the solver's plan, not proven optimal
     FEASIBLE = "feasible"
     #: the solver's plan (not proven optimal) started nothing now; moved as early as its jobs fit
@@ -36,7 +39,8 @@ class Status(StrEnum):
     PHASE = "phase"
     #: the solver found no plan; the greedy plan is enacted (`fallback`)
     NO_SOLUTION = "fallback:no-solution"
-    #: the greedy plan is better than the solver's under the objective, and is enacted
+    #: the starting plan (the greedy plan, or pcp20's shifted relaxation) is better than the
+    #: solver's under the objective, and is enacted
     GREEDY_BETTER = "fallback:greedy-better"
     #: the solver found no plan and `fallback=false` (the papers'): nothing starts
     UNSOLVED = "unsolved"

@@ -13,10 +13,12 @@ from ....job import Job
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...base import registered
 from ..built import BuiltModel
-from ..frontend import CpDispatcher, cp_options
+from ..frontend import CpDispatcher, Ready, cp_options
 from ..instance import Instance
 from ..options import family, option, options_of
+from ..policies import SolveLimits
 from .model import Pcp20Model
+from .relaxed_start import relaxed_start
 from .second_stage import SecondStage
 
 
@@ -39,6 +41,10 @@ class Pcp20Options:
     stage2: int = option(4, "second stage: re-place the jobs starting now, in a model with this many of the "
                             "queued jobs that do not start, when that lets one start earlier (0: off)")
     stage2_budget: float = option(0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)")
+    relaxed_start: float = option(0.005, "when the model places units or is over its size guard: first solve "
+                                         "HCP's relaxation (one cumulative per type on the totals) for this "
+                                         "deterministic time, shift its plan onto the nodes and start from it if "
+                                         "better than the greedy plan (0: off)")
 
 
 @registered()
@@ -60,8 +66,9 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
-        if self.stage2 < 0 or self.stage2_budget <= 0:
-            raise CpdispatchError(f"dispatcher {self.name}: stage2 must be >= 0 and stage2_budget > 0")
+        if self.stage2 < 0 or self.stage2_budget <= 0 or self.relaxed_start < 0:
+            raise CpdispatchError(f"dispatcher {self.name}: stage2 and relaxed_start must be >= 0 and "
+                                  "stage2_budget > 0")
         self._stage2 = SecondStage(self, self.stage2, self.stage2_budget, self.fast_conflicts, self.reductions)
 
     def refine(
@@ -85,6 +92,21 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         them (said without ordering a queue): under the default reductions, each type stays fluid
         in any subset of such jobs, and no fold or dominance can make a request ask more."""
         return self.reductions and placement_cannot_matter(jobs)
+
+    def ready(self, inst: Instance) -> Ready:
+        """The greedy plan, or the shifted relaxation's plan when the model places units (or is
+        over its size guard) and that plan is better (`relaxed_start`)."""
+        ready = super().ready(inst)
+        built, greedy = ready.built, ready.greedy
+        places = ready.too_large or (isinstance(built, Pcp20Model) and built.places_units)
+        if self.relaxed_start > 0 and places and greedy is not None and any(greedy.starts.values()):
+            limits = SolveLimits(0.0, self.relaxed_start, True, self.fast_conflicts)
+            found = relaxed_start(self, inst, self.objective_kind, greedy, limits)
+            if found is not None and ready.value is not None and found.value < ready.value:
+                ready.greedy, ready.value, ready.proven = found.plan, found.value, found.proven
+            elif found is not None and found.value == ready.value:  # as good: the greedy plan is optimal too
+                ready.proven = found.proven
+        return ready
 
     def build(self, instance: Instance) -> BuiltModel:
         built = self.prepare(instance)

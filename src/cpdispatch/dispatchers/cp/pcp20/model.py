@@ -120,6 +120,11 @@ class Pcp20Model(BuiltModel):
         m.minimize(self.objective.post(m, inst, self.start_vars))
 
     @property
+    def places_units(self) -> bool:
+        """Whether some job's units get positions (the model decides where, not only when)."""
+        return any(not sh.fluid and sh.geo.types for sh in self.shapes)
+
+    @property
     def dropped_types(self) -> frozenset[int]:
         return self.reductions.dropped
 
