@@ -100,7 +100,8 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         built, greedy = ready.built, ready.greedy
         places = ready.too_large or (isinstance(built, Pcp20Model) and built.places_units)
         if self.relaxed_start > 0 and places and greedy is not None and any(greedy.starts.values()):
-            limits = SolveLimits(0.0, self.relaxed_start, True, self.fast_conflicts)
+            wall = 0.0 if self.deterministic_time > 0 else self.initial_limit  # the fast policy's safety cap
+            limits = SolveLimits(wall, self.relaxed_start, True, self.fast_conflicts)
             found = relaxed_start(self, inst, self.objective_kind, greedy, limits)
             if found is not None and ready.value is not None and found.value < ready.value:
                 ready.greedy, ready.value, ready.proven = found.plan, found.value, found.proven
