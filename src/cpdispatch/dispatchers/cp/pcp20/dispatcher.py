@@ -97,16 +97,18 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         """The greedy plan, or the shifted relaxation's plan when the model places units (or is
         over its size guard) and that plan is better (`relaxed_start`)."""
         ready = super().ready(inst)
-        built, greedy = ready.built, ready.greedy
-        places = ready.too_large or (isinstance(built, Pcp20Model) and built.places_units)
-        if self.relaxed_start > 0 and places and greedy is not None and any(greedy.starts.values()):
-            wall = 0.0 if self.deterministic_time > 0 else self.initial_limit  # the fast policy's safety cap
-            limits = SolveLimits(wall, self.relaxed_start, True, self.fast_conflicts)
-            found = relaxed_start(self, inst, self.objective_kind, greedy, limits)
-            if found is not None and ready.value is not None and found.value < ready.value:
-                ready.greedy, ready.value, ready.proven = found.plan, found.value, found.proven
-            elif found is not None and found.value == ready.value:  # as good: the greedy plan is optimal too
-                ready.proven = found.proven
+        greedy, value = ready.greedy, ready.value
+        if self.relaxed_start <= 0 or greedy is None or value is None or not any(greedy.starts.values()):
+            return ready
+        if not (ready.too_large or (isinstance(ready.built, Pcp20Model) and ready.built.places_units)):
+            return ready
+        wall = 0.0 if self.deterministic_time > 0 else self.initial_limit  # the fast policy's safety cap
+        found = relaxed_start(self, inst, self.objective_kind, greedy,
+                              SolveLimits(wall, self.relaxed_start, True, self.fast_conflicts))
+        if found is not None and found.value <= value:  # as good: the greedy plan is optimal too if proven
+            if found.value < value:
+                ready.greedy, ready.value = found.plan, found.value
+            ready.proven = found.proven
         return ready
 
     def build(self, instance: Instance) -> BuiltModel:
