@@ -67,6 +67,11 @@ class BuiltModel:
     def add_search(self) -> None:
         """Optional: post the model's decision strategy (used when the search is 'fixed')."""
 
+    def first_dive(self) -> Plan | None:
+        """The first solution of the paper's own search, computed outside the solver (`search=dive`);
+        None: the model has none."""
+        return None
+
     @property
     def solver_parameters(self) -> dict[str, object]:
         """CP-SAT parameters this model solves best with; the front end applies them to every solve."""

@@ -45,7 +45,7 @@ from .status import Status, with_suffixes
 __all__ = ["CpDispatcher", "Outcome", "Ready", "cp_options", "eligible", "extract_starts", "fast_path", "take"]
 
 PRIORITIES = ("slowdown", "ewt", "ewt-shipped")
-SEARCHES = ("portfolio", "fixed", "paper")
+SEARCHES = ("portfolio", "fixed", "dive", "paper")
 #: the time policies a CP dispatcher runs unless it says otherwise (`paper` names one of them)
 RUNNABLE = ("fast", "cp19", "pcp20", "doubling")
 
@@ -108,6 +108,7 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     selection: ClassVar[str] = "fit-now"
     postpone_rest: ClassVar[bool] = False
     paper_search: ClassVar[str] = "fixed"
+    dives: ClassVar[bool] = False  # its model computes the authors' first dive (search=dive)
     duration_tiebreak: bool = False
     time_policies: ClassVar[tuple[str, ...]] = ("fast", "paper", "cp19", "pcp20", "doubling")
     paper_policy: ClassVar[str] = "cp19"
@@ -139,6 +140,8 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         for opt, allowed in (("priority", PRIORITIES), ("time_policy", self.time_policies), ("search", SEARCHES)):
             if v[opt] not in allowed:
                 return f"{opt} must be one of {', '.join(allowed)}"
+        if v["search"] == "dive" and not self.dives:
+            return "search=dive needs a model that computes the authors' first dive (pcp20's)"
         counts = [n for n in ("q_length", "k", "workers") if n in v]
         if any(v[n] < 1 for n in counts) or v["initial_limit"] <= 0:
             return f"{', '.join(counts)}, initial_limit must be > 0"
@@ -314,9 +317,10 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         inst, greedy, g_obj = ready.inst, ready.greedy, ready.value
         built = ready.built if ready.built is not None else self.build(inst)
         built.post()
-        if self.search_kind == "fixed":
+        if self.search_kind in ("fixed", "dive"):
             built.add_search()
-        best, optimal, solved = self.run_policy(built, greedy if self.hint else None)
+        first = built.first_dive() if self.search_kind == "dive" else None
+        best, optimal, solved = self.run_policy(built, first or (greedy if self.hint else None))
         if best is None:
             if not self.fallback:
                 return Outcome(None, Status.UNSOLVED, None, False, built, inst)
@@ -375,6 +379,6 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         returns the status and the best plan found."""
         status, plan, capped = solve(built, hint, SolveLimits(wall, dtime, quick, conflicts), workers=self.workers,
                                      seed=self.seed, det_wall_cap=self.det_wall_cap,
-                                     fixed_search=self.search_kind == "fixed")
+                                     fixed_search=self.search_kind in ("fixed", "dive"))
         self._capped = self._capped or capped
         return status, plan

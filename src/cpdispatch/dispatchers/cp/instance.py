@@ -78,3 +78,5 @@ class Plan:
 
     starts: dict[str, int] = field(default_factory=dict)
     nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: per job, [unit][requested type] positions on PCP'20's axes, when the plan fixes them (its dive)
+    positions: dict[str, list[list[int]]] = field(default_factory=dict)

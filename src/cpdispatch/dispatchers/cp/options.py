@@ -63,8 +63,10 @@ class FrontEnd:
     workers: int = option(1, "CP-SAT workers (1 = deterministic)")
     seed: int = option(0, "CP-SAT random seed")
     fastpath: bool = option(True, "start the whole queue without a model when it fits now")
-    search: str = option("portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy) | paper "
-                                      "(the version's own: the solver's default for PCP, PCP1, PCP2, else fixed)")
+    search: str = option("portfolio", "portfolio (CP-SAT default, greedy hint) | fixed (model's strategy) | dive "
+                                      "(fixed, from the first solution of the authors' search: pcp20) | paper "
+                                      "(the version's own: the solver's default for PCP, PCP1, PCP2, dive for "
+                                      "PCP'20, else fixed)")
     fallback: bool = option(True, "start the greedy plan when the solver finds none (false: start nothing, as "
                                   "the papers' dispatchers)")
     allocator: str = option("scarce-fit", "allocation outside the model (fast path, greedy plan, HCP): "

@@ -159,7 +159,8 @@ class OneSolve(TimePolicy):
 
 
 class Repeated(TimePolicy):
-    """Solves until a stop: each re-solve hinted with the best plan so far (when hints are on)."""
+    """Solves until a stop: each re-solve hinted with the best plan so far (when hints are on), else
+    with `hint` again (the search's own first solution, `search=dive`, or none)."""
 
     def run(self, solver: Solver, built: BuiltModel, hint: Plan | None) -> Result:
         best: Plan | None = None
@@ -168,7 +169,7 @@ class Repeated(TimePolicy):
         seconds = self.limits.initial_limit
         step = 0
         while True:
-            status, plan = solver.solve_once(built, (best or hint) if solver.hint else None,
+            status, plan = solver.solve_once(built, (best or hint) if solver.hint else hint,
                                              *self.limits.solve_limits(seconds))
             if plan is not None:
                 value = solver.plan_value(built.instance, plan)
@@ -251,7 +252,7 @@ class PcpBase(TimePolicy):
         best_value: int | None = None
         optimal = False
         for seconds in PCP_BASE_LIMITS:
-            status, plan = solver.solve_once(built, (best or hint) if solver.hint else None,
+            status, plan = solver.solve_once(built, (best or hint) if solver.hint else hint,
                                              *self.limits.solve_limits(seconds))
             if plan is not None:
                 value = solver.plan_value(built.instance, plan)

@@ -60,6 +60,8 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
                "single-type SWF trace) gets a cumulative instead, nodes chosen after solving")
     objective_kind = "slowdown"
     paper_policy = "pcp20"
+    paper_search = "dive"
+    dives = True
     #: a tenth of the other CP dispatchers' fast budget, and as good (docs/pcp20-notes.md)
     options = (cp_options(clamp=True, priority="slowdown", reallocate=True, fast_budget=0.0005)
                + options_of(Pcp20Options))

@@ -34,8 +34,16 @@ def hint_plan(
     plan: Plan,
 ) -> bool:
     """Hint every start, node, piece literal, position and wall from `plan`; whether every
-    position found its place."""
+    position found its place. Positions come from `plan.positions` when it gives every job's."""
     boxes = _hint_starts_and_nodes(m, jobs, plan)
+    if all(jv.job.id in plan.positions for jv in jobs if jv.positions):
+        for jv in jobs:
+            for unit, ys in zip(jv.positions, plan.positions.get(jv.job.id, ())):
+                for var, y in zip(unit, ys):
+                    m.add_hint(var, y)
+        for wall in walls:
+            m.add_hint(wall, -1)
+        return True
     found: dict[tuple[int, int, int], int] = {}
     complete = True
     for (k, t), todo in boxes.items():

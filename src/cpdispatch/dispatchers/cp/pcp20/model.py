@@ -38,6 +38,7 @@ from .. import objectives
 from ..built import BuiltModel, ModelTooLarge
 from ..instance import CpJob, Instance, Plan
 from .axes import UnitGeometry, axes_of, spread
+from .dive import first_dive
 from .fluid import fluid_nodes, total_plan
 from .hints import hint_plan
 from .job_vars import JobShape, JobVars, break_job_symmetry, post_job
@@ -154,6 +155,15 @@ class Pcp20Model(BuiltModel):
             rest = [*jv.nodes, *(b for u in jv.pieces for b in u)]
             if rest:
                 m.add_decision_strategy(rest, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+
+    def first_dive(self) -> Plan | None:
+        """The authors' search's first solution (`dive`), positions included; None on fluid types."""
+        dive = first_dive(self.shapes, self.running, self.axes, self.instance.horizon)
+        if dive is None:
+            return None
+        plan = dive.plan(self.shapes, self.axes)
+        plan.positions = dive.positions
+        return plan
 
     def add_hint(self, plan: Plan) -> None:
         """Hint every variable from a complete plan (start and node of every unit of every job;
