@@ -56,7 +56,9 @@ def test_registry_names_and_classes() -> None:
     assert make_predictor("last2-pcp21").name == "last2-pcp21"
     assert isinstance(make_predictor("last2", bug_compatible=False), Last2Predictor)
     dd = make_predictor("datadriven", match_walltime=True)
-    assert isinstance(dd, DataDrivenPredictor) and dd.match_walltime
+    assert isinstance(dd, DataDrivenPredictor) and dd.match_walltime and dd.corrects_running
+    # CP'19's data-driven predictor kept an overrunning job's prediction (the clamp handled it)
+    assert not make_predictor("datadriven,correct=false").corrects_running
 
 
 def test_registry_errors_name_the_known_predictors() -> None:

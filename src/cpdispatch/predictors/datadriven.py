@@ -139,14 +139,17 @@ class DataDrivenPredictor(Predictor):
     on the rest of the profile, so the predictor still learns from (user, queue, request) histories.
     `match_walltime=True` adds the requested walltime to the profile, next to the queue (the
     original docstring's variant). Jobs with an empty user share one knowledge base.
-    A running job that outlives its prediction is raised as in last2 (`correction`).
+    A running job that outlives its prediction is raised as in last2 (`correction`);
+    `correct=False` keeps it, as CP'19's predictor did: the dispatchers' under-estimation clamp
+    (CP'19 version 2) then is what handles the overrun (docs/reproduction.md).
     """
 
     name = "datadriven"
     corrects_running = True
 
-    def __init__(self, match_walltime: bool = False) -> None:
+    def __init__(self, match_walltime: bool = False, correct: bool = True) -> None:
         self.match_walltime = match_walltime
+        self.corrects_running = correct  # type: ignore[misc]
         self._kb: dict[str, _UserKB] = {}
         self._seq = 0
         self._shapes: dict[Shape, Shape] = {}
