@@ -25,6 +25,8 @@ EXPERIMENT_NAMES = {
     "kit-large": {"pcp20", "pcp19", "hcp19"},
     "kit-sim": {"pcp20", "hcp19"},
     "ablation-base": {"pcp", "pcp1"},
+    "eurora-cp-charged": {"pcp20", "pcp19", "hcp19"},
+    "kit-sim-charged": {"pcp20", "hcp19"},
 }
 PREDICTORS = {"walltime", "datadriven", "real", "last2", "all"}
 

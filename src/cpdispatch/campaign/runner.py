@@ -91,6 +91,7 @@ def run_one(settings: dict[str, Any], out: str) -> dict[str, Any]:
             build_workload(settings), d["name"], settings["predictor"], d["options"],
             load_factor=settings["load_factor"], seed=settings["replica"],
             kill_at_walltime=settings["kill_at_walltime"], room=settings.get("room", False),
+            charge_dispatch_time=settings.get("charge_dispatch_time", False),
         )
         result.save(tmp, parquet=True, plots=False)
         (tmp / "schedule.csv").unlink()  # the parquet holds the same table, 5-10x smaller

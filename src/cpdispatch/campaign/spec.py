@@ -22,7 +22,7 @@ from ..workloads import LOAD_FACTOR_RANGE
 from ..workloads.generator import MIXES
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
-            "kill_at_walltime", "room", "profile", "reference")
+            "kill_at_walltime", "charge_dispatch_time", "room", "profile", "reference")
 WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
                  "load_factors", "dispatchers")
 DISPATCHER_KEYS = ("name", "label", "options", "profile", "predictors")
@@ -102,11 +102,13 @@ def load_campaign(path: str | Path) -> Campaign:
                if "dispatchers" in w else labels)
               for i, w in enumerate(workloads)]
     kill, room = _bool(where, data, "kill_at_walltime"), _bool(where, data, "room")
+    charge = _bool(where, data, "charge_dispatch_time")
     _check_names(where, dispatchers, predictors, workloads)
     runs = tuple(
         {"workload": w, "replica": k, "jitter": jitter if "path" in w else 0, "dispatcher": d, "predictor": p,
          "load_factor": x, "kill_at_walltime": kill,
-         **({"room": True} if room else {})}  # absent when off: the keys of earlier campaigns stay
+         **({"room": True} if room else {}),  # absent when off: the keys of earlier campaigns stay
+         **({"charge_dispatch_time": True} if charge else {})}
         for w, wl_factors, wl_labels in zip(workloads, loads, chosen, strict=True)
         for k in range(1, (replicas if "generate" in w or jitter else 1) + 1)
         for d in dispatchers if d["label"] in wl_labels

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import ABLATION_ATTRIBUTION, DIFFERENCES, Scale, campaigns, instance_studies
+from .experiments import ABLATION_ATTRIBUTION, CHARGED_SCALE, DIFFERENCES, Scale, campaigns, instance_studies
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)
@@ -51,6 +51,10 @@ def setup_text(scale: Scale) -> list[str]:
            f"replicas; `ablation-attribution`, PCP3 on the ablation's slice under the paper profile with one of "
            f"our differences at a time ({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
           if scale.causes else []),
+        f"- Beyond the papers (the experiment PCP'20's conclusion asks for): `eurora-cp-charged` and "
+        f"`kit-sim-charged`, the two studies' workloads under the paper profile only, each decision's wall time "
+        f"added to the waits (`charge_dispatch_time`), with the papers' wall-time limits at {CHARGED_SCALE:g} of "
+        "their seconds (`limit_scale`): machine-dependent by design.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "

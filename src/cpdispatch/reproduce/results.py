@@ -17,8 +17,10 @@ WORKLOAD_VARIANTS = {
 }
 #: single-difference runs of a simulation (experiments.ABLATION_ATTRIBUTION)
 SIM_ATTRIBUTION = {"ablation": "ablation-attribution"}
+#: experiments beyond the papers' (the one PCP'20's conclusion asks for: decision time charged)
+CHARGED = ("eurora-cp-charged", "kit-sim-charged")
 SIMULATIONS = ("eurora-cp", "ablation", "ablation-base", "eurora14", "kit-sim", *SIM_ATTRIBUTION.values(),
-               *(v for v, _ in WORKLOAD_VARIANTS.values()))
+               *(v for v, _ in WORKLOAD_VARIANTS.values()), *CHARGED)
 
 
 def label(name: str, profile: str) -> str:
@@ -46,8 +48,9 @@ def load_runs(folder: Path) -> list[dict[str, Any]]:
             cp = any(o.name == "profile" for o in dispatcher_class(s["dispatcher"]["name"]).options)
         except CpdispatchError:  # `recorded` is a replay, not a dispatcher
             cp = False
-        out.append({"label": s["dispatcher"]["label"], "cp": cp, "predictor": s["predictor"],
-                    "pair": (s["workload"]["label"], s["load_factor"], s["replica"], s["predictor"]),
+        predictor = s["predictor"].split(",")[0]  # the predictor by its name (`experiments.PAPER_D`)
+        out.append({"label": s["dispatcher"]["label"], "cp": cp, "predictor": predictor,
+                    "pair": (s["workload"]["label"], s["load_factor"], s["replica"], predictor),
                     "summary": summary})
     return out
 
