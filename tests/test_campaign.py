@@ -355,6 +355,25 @@ def test_a_generated_workload_takes_the_generators_mix(tmp_path: Path) -> None:
     assert exc.value.field == "workloads[0].mix"
 
 
+
+def test_a_generated_workload_can_hold_longer_jobs_and_a_charged_clock(tmp_path: Path) -> None:
+    """`duration_factor` multiplies run times and walltimes (arrivals unchanged);
+    `charge_dispatch_time` reaches the run's settings only when on (earlier keys stay)."""
+    text = "charge_dispatch_time = true\n" + SMALL.replace(
+        'jobs = 60\nsystem = "eurora"', 'jobs = 60\nsystem = "eurora"\nduration_factor = 20')
+    runs = load_campaign(_write(tmp_path, text)).runs
+    generated = next(r for r in runs if "generate" in r["workload"])
+    assert generated["charge_dispatch_time"] and generated["workload"]["label"].endswith("-x20")
+    plain = next(r for r in load_campaign(_write(tmp_path, name="d.toml")).runs if "generate" in r["workload"])
+    base, longer = build_workload(plain), build_workload(generated)
+    assert [j.submit for j in longer.jobs] == [j.submit for j in base.jobs]
+    assert [j.runtime for j in longer.jobs] == [20 * j.runtime for j in base.jobs]
+    assert "charge_dispatch_time" not in plain and "duration_factor" not in plain["workload"]
+    bad = SMALL.replace('jobs = 60\nsystem = "eurora"', 'jobs = 60\nsystem = "eurora"\nduration_factor = 0')
+    with pytest.raises(InputError, match="expected a number > 0") as exc:
+        load_campaign(_write(tmp_path, bad, name="e.toml"))
+    assert exc.value.field == "workloads[0].duration_factor"
+
 TINY = """
 name = "tiny"
 dispatchers = ["fifo"]

@@ -153,14 +153,14 @@ def test_the_cause_names_the_workload_when_its_variant_alone_reproduces_the_find
     finding = {"experiment": "eurora-cp", "check": check}
     idle = {"pcp20/paper": [6.0, 7.0, 8.0], "pbs": [5.0, 6.0, 7.0]}
     contended = {"pcp20/paper": [1.0, 2.0, 3.0], "pbs": [5.0, 6.0, 7.5]}
-    res = ByExperiment({"eurora-cp": idle, "eurora-cp-contended": contended},
-                       {"eurora-cp": 12.0, "eurora-cp-contended": 130.0})
+    res = ByExperiment({"eurora-cp": idle, "eurora-cp-busy": contended},
+                       {"eurora-cp": 12.0, "eurora-cp-busy": 130.0})
     paper, ours = ev.evaluate(finding, res, "paper"), ev.evaluate(finding, res, "ours")
     assert paper.verdict == ev.NOT
     cause = ev.cause(finding, res, paper, ours)
     assert cause.startswith("the workload:") and "gives reproduced" in cause and "130 s" in cause and "12 s" in cause
-    res = ByExperiment({"eurora-cp": idle, "eurora-cp-contended": idle}, {"eurora-cp": 12.0,
-                                                                           "eurora-cp-contended": 130.0})
+    res = ByExperiment({"eurora-cp": idle, "eurora-cp-busy": idle}, {"eurora-cp": 12.0,
+                                                                           "eurora-cp-busy": 130.0})
     assert ev.cause(finding, res, paper, ours).startswith("not the workload alone")
 
 

@@ -58,11 +58,13 @@ def _read(path: str, system: str, fmt: str, limit: int | None, skip: int) -> Any
 def build_workload(settings: dict[str, Any]) -> Any:
     """The run's jobs: generator seed = replica; a trace's submit times jittered by ± `jitter` s
     (seed = replica), then sorted again."""
+    from ..workloads import stretch_durations
     from ..workloads.generator import generate_eurora
 
     w = settings["workload"]
     if "generate" in w:
-        return generate_eurora(w["jobs"], settings["replica"], w.get("gpu_share"), w.get("mix", "eurora"))
+        return stretch_durations(generate_eurora(w["jobs"], settings["replica"], w.get("gpu_share"),
+                                                 w.get("mix", "eurora")), w.get("duration_factor", 1.0))
     workload = _read(w["path"], w["system"], w["format"], w["limit_jobs"], w["skip_jobs"])
     jitter = settings["jitter"]
     if not jitter:

@@ -23,8 +23,8 @@ from ..workloads.generator import MIXES
 
 TOP_KEYS = ("name", "replicas", "jitter", "dispatchers", "predictors", "load_factors", "workloads",
             "kill_at_walltime", "charge_dispatch_time", "room", "profile", "reference")
-WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "path", "system", "limit_jobs", "skip_jobs", "format", "label",
-                 "load_factors", "dispatchers")
+WORKLOAD_KEYS = ("generate", "jobs", "gpu_share", "mix", "duration_factor", "path", "system", "limit_jobs", "skip_jobs",
+                 "format", "label", "load_factors", "dispatchers")
 DISPATCHER_KEYS = ("name", "label", "options", "profile", "predictors")
 GENERATORS = ("eurora",)
 
@@ -208,8 +208,9 @@ def _has_profile(name: str) -> bool:
 
 
 def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
-    """{generate, jobs, system, gpu_share, mix} or {path, system, limit_jobs, skip_jobs, format}; a path relative to
-    the campaign file's folder becomes absolute (workers may run elsewhere on a shared file system)."""
+    """{generate, jobs, system, gpu_share, mix, duration_factor} or {path, system, limit_jobs, skip_jobs,
+    format}; a path relative to the campaign file's folder becomes absolute (workers may run elsewhere
+    on a shared file system)."""
     key = f"workloads[{i}]"
     if not isinstance(entry, dict):
         raise InputError(where, None, key, "expected a table")
@@ -237,8 +238,14 @@ def _workload(where: str, i: int, entry: object, base: Path) -> dict[str, Any]:
             if mix not in MIXES:
                 raise InputError(where, None, f"{key}.mix", f"unknown mix {mix!r} (known: {', '.join(MIXES)})")
             out["mix"] = mix
+        longer = entry.get("duration_factor")
+        if longer is not None:  # run times and walltimes multiplied (workloads.stretch_durations)
+            if isinstance(longer, bool) or not isinstance(longer, int | float) or not longer > 0:
+                raise InputError(where, None, f"{key}.duration_factor", f"expected a number > 0, got {longer!r}")
+            out["duration_factor"] = float(longer)
         out["label"] = entry.get("label", f"{kind}-{jobs}" + (f"-gpu{share:g}" if share is not None else "")
-                                 + (f"-{mix}" if mix is not None else ""))
+                                 + (f"-{mix}" if mix is not None else "")
+                                 + (f"-x{longer:g}" if longer is not None else ""))
     else:
         path = _file(where, f"{key}.path", _str(where, f"{key}.path", entry["path"]), base, "no such trace file")
         out = {"path": str(path), "system": system, "format": entry.get("format", "auto"),

@@ -25,7 +25,7 @@ from .measures import (
     instance_value,
     workload_stat,
 )
-from .results import Results, label, load_runs, metric
+from .results import ALREADY_BUSY, WORKLOAD_VARIANTS, Results, label, load_runs, metric
 
 __all__ = [
     "CLOSE", "DIRECTION", "MEASURES", "NOT", "NOT_CHECKED", "NOT_RUN", "PROFILES", "REPRODUCED", "Outcome", "Results",
@@ -42,6 +42,7 @@ class Row:
     paper: Outcome  # under profile=paper
     ours: Outcome  # under our defaults
     cause: str = ""  # where not reproduced under the paper profile: what the runs show about why
+    busy: Outcome | None = None  # under profile=paper at the papers' contention (None: not a simulation's)
 
 
 def load_findings() -> list[dict[str, Any]]:
@@ -53,5 +54,16 @@ def evaluate_all(res: Results) -> list[Row]:
     rows = []
     for f in load_findings():
         paper, ours = evaluate(f, res, "paper"), evaluate(f, res, "ours")
-        rows.append(Row(f, paper, ours, cause(f, res, paper, ours)))
+        rows.append(Row(f, paper, ours, cause(f, res, paper, ours), busy(f, res, paper)))
     return rows
+
+
+def busy(finding: dict[str, Any], res: Results, paper: Outcome) -> Outcome | None:
+    """The finding under the paper profile on its study's workload at the papers' contention: the
+    busy variant's runs, or the study's own where it already is that contended."""
+    experiment = finding["experiment"]
+    if experiment in ALREADY_BUSY:
+        return paper
+    if experiment not in WORKLOAD_VARIANTS:
+        return None
+    return evaluate({**finding, "experiment": WORKLOAD_VARIANTS[experiment][0]}, res, "paper")

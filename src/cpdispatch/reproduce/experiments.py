@@ -57,12 +57,18 @@ class Scale:
     #: the ablation's KTH-SP2 jobs: after the first `ablation_skip` (8,000: a slice that queues up at
     #: once, mean wait 8,768 s under easy; under the paper profile PCP3 takes minutes per decision there)
     ablation_skip: int
-    #: the load factor of the Eurora study's workload-only variant
-    contended_load: float = 10.0
-    #: run the experiments that serve only the causes, not the verdicts (the workload-only variant of
-    #: the Eurora study, the ablation's single-difference runs)
+    #: the studies again at the papers' contention (`BUSY_TARGET`, calibrated on the baseline:
+    #: benchmarks/calibrate_contention.py): the generated Eurora jobs this many times longer (1,000 of
+    #: them hold too little work to queue Eurora at any load), the 2014 study's KTH-SP2 slices at this
+    #: load, and CEA-Curie's jobs after the first `kit_busy_skip` on the KIT shape at this load
+    eurora_busy_factor: float = 20.0
+    eurora14_busy_load: float = 2.0
+    kit_busy_skip: int = 100_000
+    kit_busy_load: float = 3.0
+    #: run the experiments beyond the page's first columns: the studies at the papers' contention,
+    #: the ablation's single-difference runs
     causes: bool
-    variant_seeds: int  # replicas of the workload-only variant
+    variant_seeds: int  # replicas of the studies at the papers' contention
     #: replicas of PCP base (its one finding: the paper's run crashed; ours takes 14 min per replica)
     base_seeds: int
     #: CEA-Curie jobs replayed on the KIT-shaped system (Table 1, Fig. 4): RICC's leave it idle
@@ -97,6 +103,11 @@ EURORA14_OBJECTIVES = ("makespan", "tardiness", "late_jobs", "mks-wt-nl", "wt-mk
 #: waits): each decision's wall time charged, the paper profile with its wall-time limits at this
 #: share of the paper's seconds (CP-SAT on one core of our machines against OR-Tools 7.3 on theirs)
 CHARGED_SCALE = 0.1
+
+
+#: the mean job wait the papers' systems saw: Eurora's PBS on BATCH1, CP'14 Table 4 (the only
+#: printed one; PCP'20 gives KIT's only in Figure 4, CP'19 its waits only in figures)
+BUSY_TARGET = 6840.81
 
 
 def paper_label(name: str) -> str:
@@ -212,16 +223,36 @@ def campaigns(scale: Scale) -> dict[str, str]:
         "kit-sim-charged": _campaign("repro-kit-sim-charged", scale.seeds, _charged_entries(KIT_STUDY),
                                      ("last2", "real"), curie_on_kit, jitter=60, charge=True),
     }
-    if scale.causes:  # the Eurora study with only the workload changed (WORKLOAD_VARIANTS), the
-        # ablation with one difference changed (evaluate.Results.swapped)
+    if scale.causes:  # the studies at the papers' contention (results.BUSY), the ablation with one
+        # difference changed (evaluate.Results.swapped)
         out["ablation-attribution"] = _campaign("repro-ablation-attribution", scale.ablation_seeds,
                                                 _attribution_entries(scale), scale.ablation_predictors,
                                                 ablation_wl, jitter=60)
-        out["eurora-cp-contended"] = _campaign(
-            "repro-eurora-cp-contended", scale.variant_seeds,
-            [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
-            scale.predictors, eurora, (scale.contended_load,))
+        out.update(busy_campaigns(scale, eurora14))
     return out
+
+
+def busy_campaigns(scale: Scale, eurora14: list[str]) -> dict[str, str]:
+    """The Eurora, KIT and 2014 studies on workloads as contended as the papers' (`Scale`'s busy
+    settings), under the paper profile with the baselines; `eurora14` are the 2014 study's entries."""
+    longer = (f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n'
+              f'duration_factor = {scale.eurora_busy_factor:g}\n')
+    curie = (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\nsystem = "kit-forhlr2"\n'
+             f'skip_jobs = {scale.kit_busy_skip}\nlimit_jobs = {scale.kit_sim_jobs}\nlabel = "curie-on-kit-busy"\n')
+    kth = "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
+                    f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
+                    for skip in range(5000, 5000 + 4000 * scale.kth_slices, 4000))
+    papers = [e for e in eurora14 if "/paper" in e]  # the recorded schedule cannot run at another load
+    return {
+        "eurora-cp-busy": _campaign("repro-eurora-cp-busy", scale.variant_seeds,
+                                    [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
+                                    scale.predictors, longer, scale.eurora_loads),
+        "kit-sim-busy": _campaign("repro-kit-sim-busy", scale.variant_seeds,
+                                  [*_entries(KIT_STUDY, scale.det_time, ours=False), '"easy"'], ("last2", "real"),
+                                  curie, (scale.kit_busy_load,), jitter=60),
+        "eurora14-busy": _campaign("repro-eurora14-busy", 1, [*papers, '"pbs"'], ("walltime",), kth,
+                                   (scale.eurora14_busy_load,)),
+    }
 
 
 @dataclass(frozen=True)

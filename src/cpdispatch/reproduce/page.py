@@ -9,7 +9,16 @@ from typing import Any
 
 from ..campaign.spec import versions
 from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results, Row
-from .experiments import ABLATION_ATTRIBUTION, CHARGED_SCALE, DIFFERENCES, Scale, campaigns, instance_studies
+from .experiments import (
+    ABLATION_ATTRIBUTION,
+    BUSY_TARGET,
+    CHARGED_SCALE,
+    DIFFERENCES,
+    Scale,
+    campaigns,
+    instance_studies,
+)
+from .results import ALREADY_BUSY
 
 PAPERS = ("PCP'20", "CP'19", "CP'14")
 VERDICTS = (REPRODUCED, DIRECTION, NOT, NOT_RUN, NOT_CHECKED)
@@ -46,10 +55,18 @@ def setup_text(scale: Scale) -> list[str]:
         f"- KIT simulation (`kit-sim`, Table 1 and Fig. 4): {scale.kit_sim_jobs} CEA-Curie jobs after the first "
         f"200,000 on `kit-forhlr2` at load 1 in {scale.seeds} replicas (submit times jittered by ±60 s), predictors "
         "last2, real (the paper's L2 and R); KIT's trace is not public and RICC's jobs leave that system idle.",
-        *([f"- Runs for the causes only (each changes one thing from the paper profile's runs): "
-           f"`eurora-cp-contended`, the Eurora-like study at load {scale.contended_load:g} in {scale.variant_seeds} "
-           f"replicas; `ablation-attribution`, PCP3 on the ablation's slice under the paper profile with one of "
-           f"our differences at a time ({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
+        *([f"- At the papers' contention (column *at contention*; paper profile and baselines, "
+           f"{scale.variant_seeds} replicas): each study's workload calibrated so that its baseline waits about "
+           f"as long as Eurora's PBS on BATCH1 ({BUSY_TARGET:,.0f} s, CP'14 Table 4, the papers' only printed "
+           f"wait; `benchmarks/calibrate_contention.py`): `eurora-cp-busy`, the generated jobs "
+           f"{scale.eurora_busy_factor:g} times longer (1,000 of them hold too little work to queue Eurora at "
+           f"any load), `kit-sim-busy`, CEA-Curie's jobs after the first {scale.kit_busy_skip:,} at load "
+           f"{scale.kit_busy_load:g}, `eurora14-busy`, the 2014 study's slices at load {scale.eurora14_busy_load:g} "
+           "(without the recorded schedule, which runs at one load only); the ablation's slice already is that "
+           "contended.",
+           f"- Runs for the causes only: `ablation-attribution`, PCP3 on the ablation's slice under the paper "
+           f"profile with one of our differences at a time "
+           f"({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
           if scale.causes else []),
         f"- Beyond the papers (the experiment PCP'20's conclusion asks for): `eurora-cp-charged` and "
         f"`kit-sim-charged`, the two studies' workloads under the paper profile only, each decision's wall time "
@@ -80,13 +97,17 @@ HEADLINES = (
 
 
 def finding_rows(rows: list[Row]) -> list[str]:
-    out = ["| finding | where | the paper | ours, paper profile | ours, our defaults | verdict (paper / ours) "
-           "| cause, where not reproduced |", "|---|---|---|---|---|---|---|"]
+    out = ["| finding | where | the paper | ours, paper profile | ours, paper profile at the papers' contention "
+           "| ours, our defaults | verdict (paper / at contention / ours) | cause, where not reproduced |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r.finding
+        busy, busy_verdict = ("–", "–") if r.busy is None else (_cell(r.busy.text), r.busy.verdict)
+        if f["experiment"] in ALREADY_BUSY and r.busy is not None:
+            busy = "the same runs (already as contended)"
         out.append(f"| `{f['id']}`: {_cell(f['statement'])} | {_cell(f['where'])} | {_cell(f['paper_value'])} "
-                   f"| {_cell(r.paper.text)} | {_cell(r.ours.text)} | {r.paper.verdict} / {r.ours.verdict} "
-                   f"| {_cell(r.cause)} |")
+                   f"| {_cell(r.paper.text)} | {busy} | {_cell(r.ours.text)} "
+                   f"| {r.paper.verdict} / {busy_verdict} / {r.ours.verdict} | {_cell(r.cause)} |")
     return out
 
 

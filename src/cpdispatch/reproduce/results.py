@@ -10,11 +10,15 @@ from typing import Any
 
 from .experiments import STATS_FILE, paper_label
 
-#: the workload-only variants (experiments.campaigns): an experiment run again under the paper
-#: profile with only its workload changed, and what changed
+#: the studies at the papers' contention (`experiments.busy_campaigns`): an experiment run again
+#: under the paper profile with only its workload changed, and what changed
 WORKLOAD_VARIANTS = {
-    "eurora-cp": ("eurora-cp-contended", "the same Eurora-like workload at a higher load (10, against 3)"),
+    "eurora-cp": ("eurora-cp-busy", "the Eurora-like workload as contended as the papers' (longer jobs)"),
+    "kit-sim": ("kit-sim-busy", "CEA-Curie jobs as contended as the papers' (another slice, a higher load)"),
+    "eurora14": ("eurora14-busy", "the 2014 study's slices as contended as the papers' (a higher load)"),
 }
+#: experiments whose workload already is as contended as the papers' (their busy column is theirs)
+ALREADY_BUSY = ("ablation", "ablation-base")
 #: single-difference runs of a simulation (experiments.ABLATION_ATTRIBUTION)
 SIM_ATTRIBUTION = {"ablation": "ablation-attribution"}
 #: experiments beyond the papers' (the one PCP'20's conclusion asks for: decision time charged)

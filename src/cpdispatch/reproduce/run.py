@@ -30,8 +30,9 @@ from .page import write_page
 TRACES_USED = ("KTH-SP2-1996-2.1-cln.swf.gz", "RICC-2010-2.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 MANIFEST = "study.json"  # what a study folder holds: a different study or version is redone
 #: the experiments in the order they run: the PCP'20 findings first, the large-system ones last
-ORDER = ("eurora-cp", "instances", "kit-large", "kit-sim", "eurora-cp-charged", "kit-sim-charged", "eurora14",
-         "ablation", "curie-large", "ablation-base", "eurora-cp-contended", "ablation-attribution")
+ORDER = ("eurora-cp", "instances", "kit-large", "kit-sim", "eurora-cp-charged", "kit-sim-charged", "kit-sim-busy",
+         "eurora14-busy", "eurora14", "ablation", "curie-large", "ablation-base", "ablation-attribution",
+         "eurora-cp-busy")
 
 
 def estimate(scale: Scale) -> str:

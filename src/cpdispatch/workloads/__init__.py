@@ -122,6 +122,26 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
     )
 
 
+def stretch_durations(workload: Workload, factor: float) -> Workload:
+    """The workload with every run time and requested walltime multiplied by `factor`, arrivals
+    unchanged: more work for the same arrivals. Why: a few hundred generated jobs hold too little
+    work to queue a system as long as the papers' traces did, whatever their arrival rate
+    (docs/reproduction-notes.md); in relative terms it equals a higher load factor over a longer run."""
+    if not factor > 0:
+        raise CpdispatchError(f"duration factor must be > 0, got {factor:g}")
+    if factor == 1:
+        return workload
+
+    def longer(job: Job) -> Job:
+        walltime = None if job.walltime is None else max(1, round(job.walltime * factor))
+        return replace(job, runtime=round(job.runtime * factor), walltime=walltime, recorded_wait=None)
+
+    notes = {**workload.notes, "duration_factor": f"run times and walltimes multiplied by {factor:g}"}
+    return Workload(workload.source, [longer(j) for j in workload.jobs],
+                    [replace(r, job=longer(r.job)) for r in workload.rejected], workload.skipped, notes,
+                    workload.origin, workload.read_s)
+
+
 # ---------------------------------------------------------------- statistics (cpdispatch inspect)
 
 _PCTS = (10, 25, 50, 75, 90, 99)
