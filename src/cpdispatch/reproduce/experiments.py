@@ -183,24 +183,35 @@ def _campaign(name: str, replicas: int, dispatchers: list[str], predictors: tupl
             f"dispatchers = [\n  {disp},\n]\npredictors = [{preds}]\nload_factors = [{factors}]\n\n{workloads}")
 
 
+def _generated(scale: Scale, factor: float = 1.0) -> str:
+    longer = f"duration_factor = {factor:g}\n" if factor != 1.0 else ""
+    return f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n{longer}'
+
+
+def _curie_on_kit(scale: Scale, skip: int, label: str) -> str:
+    """CEA-Curie jobs on the KIT shape. KIT ForHLR II's trace is not public: RICC's jobs leave the
+    KIT-shaped system idle (EASY: no wait at load factors 3 to 30); CEA-Curie's wide jobs contend
+    for it, though the first 300 after job 200,000 leave HCP'19 no wait (docs/reproduction.md)."""
+    return (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\nsystem = "kit-forhlr2"\n'
+            f'skip_jobs = {skip}\nlimit_jobs = {scale.kit_sim_jobs}\nlabel = "{label}"\n')
+
+
+def _kth_slices(scale: Scale) -> str:
+    """The 2014 study's replicas: slices of one trace (the recorded schedule, the PBS that really
+    ran, cannot be jittered)."""
+    return "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
+                     f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
+                     for skip in range(5000, 5000 + 4000 * scale.kth_slices, 4000))
+
+
 def campaigns(scale: Scale) -> dict[str, str]:
     """Experiment id -> campaign file text."""
-    eurora = f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n'
+    eurora = _generated(scale)
     # the CP'19 ablation is about queues under contention: the Eurora-like generator leaves the system
     # nearly idle at these sizes (docs/reproduction.md), so a congested KTH-SP2 slice stands in
     ablation_wl = (f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
                    f'skip_jobs = {scale.ablation_skip}\nlimit_jobs = {scale.ablation_jobs}\nlabel = "kth-ablation"\n')
-    # KIT ForHLR II's trace is not public: RICC's jobs leave the KIT-shaped system idle (EASY: no wait
-    # at load factors 3 to 30); CEA-Curie's wide jobs contend for it over 1,000 jobs (EASY: mean wait
-    # 4,965 s at load 1), though its first 300 leave HCP'19 no wait (docs/reproduction.md)
-    curie_on_kit = (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\n'
-                    f'system = "kit-forhlr2"\nskip_jobs = 200000\nlimit_jobs = {scale.kit_sim_jobs}\n'
-                    f'label = "curie-on-kit"\n')
-    # replicas of the 2014 comparison are slices of one trace: the recorded schedule (the PBS that
-    # really ran) cannot be jittered
-    kth = "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
-                    f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
-                    for skip in range(5000, 5000 + 4000 * scale.kth_slices, 4000))
+    curie_on_kit = _curie_on_kit(scale, 200_000, "curie-on-kit")
     eurora14 = [entry for o in EURORA14_OBJECTIVES for entry in (
         f'{{name = "eurora14", label = "{paper_label("eurora14-" + o)}", profile = "paper", '
         f'options = {{objective = "{o}", deterministic_time = {scale.det_time}}}}}',
@@ -217,11 +228,9 @@ def campaigns(scale: Scale) -> dict[str, str]:
                                    jitter=60),
         "kit-sim": _campaign("repro-kit-sim", scale.seeds, _entries(KIT_STUDY, scale.det_time), ("last2", "real"),
                              curie_on_kit, jitter=60),
-        "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",), kth),
-        "eurora-cp-charged": _campaign("repro-eurora-cp-charged", scale.seeds, _charged_entries(PCP20_STUDY),
-                                       scale.predictors, eurora, scale.eurora_loads, charge=True),
-        "kit-sim-charged": _campaign("repro-kit-sim-charged", scale.seeds, _charged_entries(KIT_STUDY),
-                                     ("last2", "real"), curie_on_kit, jitter=60, charge=True),
+        "eurora14": _campaign("repro-eurora14", 1, [*eurora14, '"pbs"', '"recorded"'], ("walltime",),
+                              _kth_slices(scale)),
+        **charged_campaigns(scale),
     }
     if scale.causes:  # the studies at the papers' contention (results.BUSY), the ablation with one
         # difference changed (evaluate.Results.swapped)
@@ -232,25 +241,38 @@ def campaigns(scale: Scale) -> dict[str, str]:
     return out
 
 
+def charged_campaigns(scale: Scale) -> dict[str, str]:
+    """PCP'20's conclusion's experiment, on the workloads at the papers' contention (at a scale that
+    runs them, `causes`; else the studies' own, as a smoke test): where nothing waits, no dispatching
+    time can show in the waits."""
+    busy = scale.causes
+    eurora = _generated(scale, scale.eurora_busy_factor if busy else 1.0)
+    kit = _curie_on_kit(scale, scale.kit_busy_skip, "curie-on-kit-busy") if busy else _curie_on_kit(
+        scale, 200_000, "curie-on-kit")
+    replicas = scale.variant_seeds if busy else scale.seeds
+    return {
+        "eurora-cp-charged": _campaign("repro-eurora-cp-charged", replicas, _charged_entries(PCP20_STUDY),
+                                       scale.predictors, eurora, scale.eurora_loads, charge=True),
+        "kit-sim-charged": _campaign("repro-kit-sim-charged", replicas, _charged_entries(KIT_STUDY),
+                                     ("last2", "real"), kit, (scale.kit_busy_load if busy else 1.0,), jitter=60,
+                                     charge=True),
+    }
+
+
 def busy_campaigns(scale: Scale, eurora14: list[str]) -> dict[str, str]:
     """The Eurora, KIT and 2014 studies on workloads as contended as the papers' (`Scale`'s busy
     settings), under the paper profile with the baselines; `eurora14` are the 2014 study's entries."""
-    longer = (f'[[workloads]]\ngenerate = "eurora"\njobs = {scale.eurora_jobs}\nsystem = "eurora"\n'
-              f'duration_factor = {scale.eurora_busy_factor:g}\n')
-    curie = (f'[[workloads]]\npath = "{traces() / "CEA-Curie-2011-2.1-cln.swf.gz"}"\nsystem = "kit-forhlr2"\n'
-             f'skip_jobs = {scale.kit_busy_skip}\nlimit_jobs = {scale.kit_sim_jobs}\nlabel = "curie-on-kit-busy"\n')
-    kth = "\n".join(f'[[workloads]]\npath = "{traces() / "KTH-SP2-1996-2.1-cln.swf.gz"}"\nsystem = "kth-sp2"\n'
-                    f'skip_jobs = {skip}\nlimit_jobs = {scale.kth_jobs}\nlabel = "kth-{skip}"\n'
-                    for skip in range(5000, 5000 + 4000 * scale.kth_slices, 4000))
     papers = [e for e in eurora14 if "/paper" in e]  # the recorded schedule cannot run at another load
     return {
         "eurora-cp-busy": _campaign("repro-eurora-cp-busy", scale.variant_seeds,
                                     [*_entries(PCP20_STUDY, scale.det_time, ours=False), '"pbs"', '"easy"'],
-                                    scale.predictors, longer, scale.eurora_loads),
+                                    scale.predictors, _generated(scale, scale.eurora_busy_factor),
+                                    scale.eurora_loads),
         "kit-sim-busy": _campaign("repro-kit-sim-busy", scale.variant_seeds,
                                   [*_entries(KIT_STUDY, scale.det_time, ours=False), '"easy"'], ("last2", "real"),
-                                  curie, (scale.kit_busy_load,), jitter=60),
-        "eurora14-busy": _campaign("repro-eurora14-busy", 1, [*papers, '"pbs"'], ("walltime",), kth,
+                                  _curie_on_kit(scale, scale.kit_busy_skip, "curie-on-kit-busy"),
+                                  (scale.kit_busy_load,), jitter=60),
+        "eurora14-busy": _campaign("repro-eurora14-busy", 1, [*papers, '"pbs"'], ("walltime",), _kth_slices(scale),
                                    (scale.eurora14_busy_load,)),
     }
 

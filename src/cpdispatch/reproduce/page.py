@@ -68,10 +68,11 @@ def setup_text(scale: Scale) -> list[str]:
            f"profile with one of our differences at a time "
            f"({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
           if scale.causes else []),
-        f"- Beyond the papers (the experiment PCP'20's conclusion asks for): `eurora-cp-charged` and "
-        f"`kit-sim-charged`, the two studies' workloads under the paper profile only, each decision's wall time "
-        f"added to the waits (`charge_dispatch_time`), with the papers' wall-time limits at {CHARGED_SCALE:g} of "
-        "their seconds (`limit_scale`): machine-dependent by design.",
+        "- Beyond the papers (the experiment PCP'20's conclusion asks for): `eurora-cp-charged` and "
+        "`kit-sim-charged`, the two studies' workloads "
+        + ("at the papers' contention (below)" if scale.causes else "") + " under the paper profile only, each "
+        f"decision's wall time added to the waits (`charge_dispatch_time`), with the papers' wall-time limits at "
+        f"{CHARGED_SCALE:g} of their seconds (`limit_scale`): machine-dependent by design.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "
