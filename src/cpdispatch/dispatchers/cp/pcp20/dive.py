@@ -76,12 +76,14 @@ class Occupancy:
         self.placed: dict[tuple[int, int], list[Box]] = defaultdict(list)  # (node, type) -> boxes
         self.events: set[int] = {0, *running.remaining.tolist()}  # times where some box ends
         self.rows: list[tuple[int, int, int, int, int]] = []  # (node, type, x0, x1, height) of `placed`
+        self.touched = np.zeros(axes.capacity.shape, dtype=bool)  # (node, type) holds a placed box
         self._arrays = np.zeros((0, 5), dtype=np.int64)
 
     def place(self, k: int, r: int, box: Box) -> None:
         self.placed[k, r].append(box)
         self.events.add(box[1])
         self.rows.append((k, r, box[0], box[1], box[3] - box[2]))
+        self.touched[k, r] = True
 
     def candidate_times(self, d: int, horizon: int) -> list[int]:
         """The times where the set of boxes overlapping a window of length `d` changes."""
@@ -103,6 +105,14 @@ class Occupancy:
             np.add.at(at, (p[hit, 0], p[hit, 1]), p[hit, 4])
             used.append(at)
         return self.axes.capacity - np.maximum(*used)
+
+    def free_runs(self, k: int, r: int, t: int, d: int, free: int) -> list[list[int]]:
+        """`segments`, given what is free at the window's ends (`free_upper`): on a node and type no
+        placed box touches, the running staircase alone leaves one run at the top of the node."""
+        if not self.touched[k, r]:
+            top = int(self.axes.first[k, r] + self.axes.capacity[k, r])
+            return [[top - free, top]] if free > 0 else []
+        return self.segments(k, r, t, d)
 
     def segments(self, k: int, r: int, t: int, d: int) -> list[list[int]]:
         """The free blocks [lo, hi) of node k on type r over the window [t, t+d), ascending."""
@@ -158,51 +168,66 @@ def _canonical(units: list[list[int]], axes: Axes, types: tuple[int, ...]) -> li
 def _allocate(sh: JobShape, occ: Occupancy, t: int, d: int) -> list[list[int]] | None:
     """Step 3 of the module docstring at start `t`: the positions [unit][type number], or None."""
     job, geo = sh.job, sh.geo
-    n, types, amounts = job.units, geo.types, geo.amounts
+    n, types, amounts = job.units, geo.types, np.array(geo.amounts)
     free = occ.free_upper(t, d)[:, list(types)]
-    fits = np.min(free // np.array(amounts), axis=1)
+    fits = np.min(free // amounts, axis=1)
     if (np.minimum(fits, 1) if spread(job) else fits).sum() < n:
         return None  # not even by capacity: no allocation exists
-    nodes = [int(k) for k in np.flatnonzero(fits > 0) if any(p.start <= k <= p.end for p in geo.pieces)]
-    return _Allocation(occ, nodes, types, amounts, t, d, spread(job)).run(n)
+    hosting = np.zeros(len(fits), dtype=bool)
+    for p in geo.pieces:
+        hosting[p.start:p.end + 1] = True
+    nodes = np.flatnonzero((fits > 0) & hosting)
+    return _Allocation(occ, nodes, types, amounts, free[nodes], t, d, spread(job)).run(n)
 
 
 class _Allocation:
-    """Step 3 at one start: the free blocks of the candidate nodes, the units each node still
-    owes a block of each type (`pending`), and the fresh units' domain sizes (`total`)."""
+    """Step 3 at one start over the candidate nodes (index j into `nodes`): per (node, type number)
+    the positions (`count`) and blocks (`slots`) of the free runs, the blocks its units still owe
+    (`pending`), and the fresh units' domain sizes (`total`). A node no placed box touches has one
+    free run, its free amount at the top of the node: its runs are listed (`segs`) only once a unit
+    goes there, which keeps a dive over thousands of idle nodes vectorised."""
 
-    def __init__(self, occ: Occupancy, nodes: list[int], types: tuple[int, ...], amounts: tuple[int, ...],
-                 t: int, d: int, one_per_node: bool) -> None:
+    def __init__(self, occ: Occupancy, nodes: np.ndarray, types: tuple[int, ...], amounts: np.ndarray,
+                 free: np.ndarray, t: int, d: int, one_per_node: bool) -> None:
+        self.occ, self.nodes, self.types, self.t, self.d = occ, nodes, types, t, d
         self.amounts, self.width, self.one_per_node = amounts, len(types), one_per_node
-        self.segs = {(k, n): occ.segments(k, r, t, d) for k in nodes for n, r in enumerate(types)}
-        self.pending = dict.fromkeys(self.segs, 0)
-        self.count = {key: self._count(key) for key in self.segs}
-        self.used: set[int] = set()  # nodes holding a unit of the job
-        self.nodes = nodes  # ascending: positions ascend with nodes on every axis
-        self.host = {k: self._hosts(k) for k in nodes}
-        self.total = [sum(self.count[k, n] for k in nodes if self.host[k]) for n in range(self.width)]
+        self.free = free
+        self.count = np.maximum(free - amounts + 1, 0)
+        self.slots = free // amounts
+        self.segs: dict[tuple[int, int], list[list[int]]] = {}  # (j, type number) -> free runs, ascending
+        for j in np.flatnonzero(occ.touched[nodes][:, list(types)].any(axis=1)).tolist():
+            self._list_runs(j)
+        self.pending = np.zeros_like(self.count)
+        self.used = np.zeros(len(nodes), dtype=bool)  # holds a unit of the job
+        self.host = (self.slots > self.pending).all(axis=1)
+        self.total = [int(x) for x in (self.count * self.host[:, None]).sum(axis=0)]
         self.top = len(nodes) - 1  # nodes above this index host no fresh unit
 
-    def _count(self, key: tuple[int, int]) -> int:
-        """The number of positions of a block on (node, type number)."""
-        a = self.amounts[key[1]]
-        return sum(max(0, hi - lo - a + 1) for lo, hi in self.segs[key])
+    def _list_runs(self, j: int) -> None:
+        if (j, 0) in self.segs:
+            return
+        k = int(self.nodes[j])
+        for n, r in enumerate(self.types):
+            self.segs[j, n] = self.occ.free_runs(k, r, self.t, self.d, int(self.free[j, n]))
+            self._recount(j, n)
 
-    def _hosts(self, k: int) -> bool:
-        """Whether node k can take one more unit."""
-        if self.one_per_node and k in self.used:
-            return False
-        return all(sum((hi - lo) // a for lo, hi in self.segs[k, n]) > self.pending[k, n]
-                   for n, a in enumerate(self.amounts))
+    def _recount(self, j: int, n: int) -> None:
+        a = int(self.amounts[n])
+        self.count[j, n] = sum(max(0, hi - lo - a + 1) for lo, hi in self.segs[j, n])
+        self.slots[j, n] = sum((hi - lo) // a for lo, hi in self.segs[j, n])
+
+    def _hosts(self, j: int) -> bool:
+        """Whether node j can take one more unit."""
+        return not (self.one_per_node and self.used[j]) and bool((self.slots[j] > self.pending[j]).all())
 
     def run(self, units: int) -> list[list[int]] | None:
         width = self.width
         pos: list[list[int]] = [[-1] * width for _ in range(units)]
-        node_of: dict[int, int] = {}  # unit -> node, once it has a position
+        partial: dict[int, int] = {}  # unit with some positions but not all -> its node index j
         fresh = 0  # units below this index have a position
         for _ in range(units * width):
-            choices = [(self.count[node_of[u], n], n * units + u, u, n)
-                       for u in node_of for n in range(width) if pos[u][n] < 0]
+            choices = [(int(self.count[j, n]), n * units + u, u, n)
+                       for u, j in partial.items() for n in range(width) if pos[u][n] < 0]
             if fresh < units:
                 choices += [(self.total[n], n * units + fresh, fresh, n) for n in range(width)]
             size, _, u, n = min(choices)
@@ -210,40 +235,43 @@ class _Allocation:
                 return None
             if u == fresh:
                 fresh += 1
-                while not self.host[self.nodes[self.top]]:
+                while not self.host[self.top]:
                     self.top -= 1
-                node_of[u] = k = self.nodes[self.top]
-                self._leave(k)
-                self.used.add(k)
-                for m in range(width):
-                    self.pending[k, m] += m != n
+                partial[u] = j = self.top
+                self._leave(j)
+                self.used[j] = True
+                self.pending[j] += 1
+                self.pending[j, n] -= 1
             else:
-                k = node_of[u]
-                self._leave(k)
-                self.pending[k, n] -= 1
-            pos[u][n] = self._take(k, n)
-            self._join(k)
+                j = partial[u]
+                self._leave(j)
+                self.pending[j, n] -= 1
+            pos[u][n] = self._take(j, n)
+            self._join(j)
+            if min(pos[u]) >= 0:
+                del partial[u]
         return pos
 
-    def _take(self, k: int, n: int) -> int:
-        """The largest free position of type number n on node k; its block is then busy."""
-        a, segs = self.amounts[n], self.segs[k, n]
+    def _take(self, j: int, n: int) -> int:
+        """The largest free position of type number n on node j; its block is then busy."""
+        self._list_runs(j)
+        a, segs = int(self.amounts[n]), self.segs[j, n]
         i = max(i for i, (lo, hi) in enumerate(segs) if hi - lo >= a)
         y = segs[i][1] = segs[i][1] - a
         if segs[i][0] == y:
             del segs[i]
-        self.count[k, n] = self._count((k, n))
+        self._recount(j, n)
         return y
 
-    def _leave(self, k: int) -> None:
-        """Take node k out of the fresh units' domain sizes (before it changes)."""
-        if self.host[k]:
+    def _leave(self, j: int) -> None:
+        """Take node j out of the fresh units' domain sizes (before it changes)."""
+        if self.host[j]:
             for n in range(self.width):
-                self.total[n] -= self.count[k, n]
+                self.total[n] -= int(self.count[j, n])
 
-    def _join(self, k: int) -> None:
-        """Put node k back into the fresh units' domain sizes if it still hosts one."""
-        self.host[k] = self._hosts(k)
-        if self.host[k]:
+    def _join(self, j: int) -> None:
+        """Put node j back into the fresh units' domain sizes if it still hosts one."""
+        self.host[j] = self._hosts(j)
+        if self.host[j]:
             for n in range(self.width):
-                self.total[n] += self.count[k, n]
+                self.total[n] += int(self.count[j, n])
