@@ -15,6 +15,7 @@ from cpdispatch.dispatchers.cp.pcp20.axes import spread
 from cpdispatch.dispatchers.cp.pcp20.dive import Dive, first_dive
 from cpdispatch.system import NodeGroup, System
 
+from .conftest import WORKLOADS, needs_traces
 from .cp_helpers import make_instance
 from .helpers import on
 from .test_pcp20 import check_plan, tiny_instances
@@ -181,3 +182,20 @@ def test_spread_jobs_take_distinct_nodes() -> None:
     bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
     plan = bm.first_dive()
     assert plan is not None and sorted(plan.nodes["j"]) == [0, 1]
+
+
+@needs_traces
+def test_the_paper_profile_starts_every_job_of_a_kit_slice() -> None:
+    """RICC jobs 100,001-100,080 on the KIT shape at load 3 under the paper profile: with CP-SAT's
+    own fixed strategies pcp20 found no plan for most decisions and rejected 57 jobs as unstartable
+    on an idle system; with the dive every model call is decided and every job runs; schedule valid."""
+    from cpdispatch import api
+    from cpdispatch.system import load_system
+
+    system = load_system("kit-forhlr2")
+    jobs = api.read_workload(WORKLOADS / "RICC-2010-2.swf.gz", system, skip=100_000, limit=80)
+    res = api.simulate(system, jobs, "pcp20", "walltime", {"profile": "paper", "deterministic_time": "0.05"},
+                       load_factor=3.0)
+    s = res.summary
+    assert s["completed"] == 80 and s["rejected"] == 0 and not res.refused  # the simulator checked every start
+    assert not any(k.startswith("unsolved") for k in s["decision_status"]), s["decision_status"]
