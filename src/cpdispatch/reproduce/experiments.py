@@ -58,8 +58,8 @@ class Scale:
     #: once, mean wait 8,768 s under easy; under the paper profile PCP3 takes minutes per decision there)
     ablation_skip: int
     #: the studies again at the papers' contention (`BUSY_TARGET`, calibrated on the baseline:
-    #: benchmarks/calibrate_contention.py): the generated Eurora jobs this many times longer (1,000 of
-    #: them hold too little work to queue Eurora at any load), the 2014 study's KTH-SP2 slices at this
+    #: benchmarks/calibrate_contention.py): the generated Eurora jobs this many times longer (no load
+    #: queues 1,000 of them as long), the 2014 study's KTH-SP2 slices at this
     #: load, and CEA-Curie's jobs after the first `kit_busy_skip` on the KIT shape at this load
     eurora_busy_factor: float = 20.0
     eurora14_busy_load: float = 2.0

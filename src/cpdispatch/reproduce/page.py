@@ -59,8 +59,8 @@ def setup_text(scale: Scale) -> list[str]:
            f"{scale.variant_seeds} replicas): each study's workload calibrated so that its baseline waits about "
            f"as long as Eurora's PBS on BATCH1 ({BUSY_TARGET:,.0f} s, CP'14 Table 4, the papers' only printed "
            f"wait; `benchmarks/calibrate_contention.py`): `eurora-cp-busy`, the generated jobs "
-           f"{scale.eurora_busy_factor:g} times longer (1,000 of them hold too little work to queue Eurora at "
-           f"any load), `kit-sim-busy`, CEA-Curie's jobs after the first {scale.kit_busy_skip:,} at load "
+           f"{scale.eurora_busy_factor:g} times longer (no load queues 1,000 of them as long), `kit-sim-busy`, "
+           f"CEA-Curie's jobs after the first {scale.kit_busy_skip:,} at load "
            f"{scale.kit_busy_load:g}, `eurora14-busy`, the 2014 study's slices at load {scale.eurora14_busy_load:g} "
            "(without the recorded schedule, which runs at one load only); the ablation's slice already is that "
            "contended.",

@@ -124,10 +124,9 @@ def scale_arrivals(workload: Workload, factor: float) -> Workload:
 
 def stretch_durations(workload: Workload, factor: float) -> Workload:
     """The workload with every run time and requested walltime multiplied by `factor`, arrivals
-    unchanged: more work for the same arrivals. Why: a few hundred generated jobs hold too little
-    work to queue a system as long as the papers' traces did, whatever their arrival rate
-    (docs/paper-profile.md, "The papers' contention"); in relative terms it equals a higher load
-    factor over a longer run."""
+    unchanged: more work for the same arrivals. Why: no arrival rate makes a thousand generated
+    Eurora jobs wait as long as the papers' traces did (docs/paper-profile.md, "The papers'
+    contention"); in relative terms it equals a higher load factor over a longer run."""
     if not factor > 0:
         raise CpdispatchError(f"duration factor must be > 0, got {factor:g}")
     if factor == 1:
