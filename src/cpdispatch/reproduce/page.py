@@ -69,8 +69,8 @@ def setup_text(scale: Scale) -> list[str]:
            f"({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
           if scale.causes else []),
         "- Beyond the papers (the experiment PCP'20's conclusion asks for): `eurora-cp-charged` and "
-        "`kit-sim-charged`, the two studies' workloads "
-        + ("at the papers' contention (below)" if scale.causes else "") + " under the paper profile only, each "
+        "`kit-sim-charged`, the two studies' workloads"
+        + (" at the papers' contention (above)" if scale.causes else "") + " under the paper profile only, each "
         f"decision's wall time added to the waits (`charge_dispatch_time`), with the papers' wall-time limits at "
         f"{CHARGED_SCALE:g} of their seconds (`limit_scale`): machine-dependent by design.",
         f"- Instance studies: {studies}.",
