@@ -53,7 +53,7 @@ class Dive:
     positions: dict[str, list[list[int]]] = field(default_factory=dict)  # [unit][requested type number]
 
     def plan(self, shapes: list[JobShape], axes: Axes) -> Plan:
-        out = Plan(starts=dict(self.starts))
+        out = Plan(starts=dict(self.starts), positions=self.positions)
         for sh in shapes:
             units = self.positions.get(sh.job.id)
             if units is None:

@@ -159,11 +159,7 @@ class Pcp20Model(BuiltModel):
     def first_dive(self) -> Plan | None:
         """The authors' search's first solution (`dive`), positions included; None on fluid types."""
         dive = first_dive(self.shapes, self.running, self.axes, self.instance.horizon)
-        if dive is None:
-            return None
-        plan = dive.plan(self.shapes, self.axes)
-        plan.positions = dive.positions
-        return plan
+        return None if dive is None else dive.plan(self.shapes, self.axes)
 
     def add_hint(self, plan: Plan) -> None:
         """Hint every variable from a complete plan (start and node of every unit of every job;
