@@ -69,7 +69,7 @@ def test_search_paper_is_the_versions_own(name: str, search: str, monkeypatch: p
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", spy)
     d = cp(name, search="paper", q_length=2)
-    assert d.search_kind == search
+    assert d.search == search
     d.decide(snapshot(ONE, [(job("a", 0, 10, 1, (2,)), 10), (job("b", 1, 5, 1, (2,)), 5)]))  # one at a time
     assert seen
     fixed = [(b == cp_model.FIXED_SEARCH, n > 0) for b, n in seen]

@@ -52,16 +52,13 @@ def test_slowdown_priority_with_area_tie_break_and_zero_durations() -> None:
 
 
 def test_duration_tie_break_before_area() -> None:
-    class WithDuration(Hcp3):
-        duration_tiebreak = True
-
     a, b = job("a", 50, units=1), job("b", 0, units=1)  # slowdown 2 both
     snap = snapshot(ONE, [(a, 50), (b, 100)])
     assert ids(Hcp3().order(snap)) == ["a", "b"]  # area 50 < 100
     big_short = job("s", 90, units=4)  # duration 10, wait 10: slowdown 2, area 40
     snap = snapshot(ONE, [(job("l", 70, units=1), 30), (big_short, 10)])  # l: wait 30, d 30, area 30
     assert ids(Hcp3().order(snap)) == ["l", "s"]
-    assert ids(WithDuration().order(snap)) == ["s", "l"]
+    assert ids(Hcp3(duration_tiebreak=True).order(snap)) == ["s", "l"]
 
 
 def test_ewt_priority_intended_and_shipped() -> None:
@@ -437,7 +434,7 @@ def test_cp19_time_policy(script: list[tuple[int, int | None]], limits: list[int
 
 
 class ScriptedPcpBase(Scripted):
-    paper_policy = "pcp-base"
+    options = cp_options(clamp=True, priority="slowdown", paper_policy="pcp-base")
 
 
 @pytest.mark.parametrize(("policy", "script", "limits", "solved"), [

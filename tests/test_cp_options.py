@@ -43,6 +43,7 @@ NOTHING = 1e-8
 #: what an option needs beside it to change something (papers' policies: deterministic limits, for speed)
 CONTEXT: dict[str, dict[str, Any]] = {
     "ewt": {"priority": "ewt"},  # else it weighs only the EWT objectives (hcp, pcp1, ...)
+    "duration_tiebreak": {"priority": "slowdown"},  # jobs that have not waited tie on slowdown (1)
     "shortcut": {"fastpath": False},
     "clamp": {"shortcut": False},  # else the plan that starts all now is the greedy one, made without a model
     "reallocate": {"hint": False, "deterministic_time": NOTHING},  # the greedy plan, placed over time, is enacted
@@ -177,5 +178,5 @@ def test_options_a_dispatcher_never_read_are_refused(name: str, option: str) -> 
 
 
 def test_eurora14_runs_only_one_solve_per_phase() -> None:
-    with pytest.raises(CpdispatchError, match="time_policy must be one of fast, paper"):
+    with pytest.raises(CpdispatchError, match="time_policy must be one of fast, one-solve, paper"):
         make_dispatcher("eurora14", {"time_policy": "cp19"})

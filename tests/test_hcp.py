@@ -130,7 +130,8 @@ def test_versions_are_registered_with_their_defaults() -> None:
     for name, (cls, clamp, prio, kind, selection, policy) in expected.items():
         d = make_dispatcher(name)
         assert type(d) is cls
-        got = (d.clamp, d.priority, d.objective_kind, d.selection, d.paper_policy)
+        paper_policy = {o.name: o for o in d.options}["time_policy"].paper
+        got = (d.clamp, d.priority, d.objective_kind, d.selection, paper_policy)
         assert got == (clamp, prio, kind, selection, policy)
         assert d.time_policy == "fast" and d.q_length == 100
     assert Hcp().ewt_of(Job("x", 0, 1, (1,), 1, 1)) == 1800 and Hcp1().ewt_of(Job("x", 0, 1, (1,), 1, 1)) == 1600

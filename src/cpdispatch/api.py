@@ -257,7 +257,7 @@ def catalogue() -> str:
     from . import recorded
     from .dispatchers.base import aliases_of, plugins, registry
     from .dispatchers.builtin import is_cp
-    from .dispatchers.cp.profiles import FREE, free_options, paper_overrides
+    from .dispatchers.cp.profiles import free_options, paper_overrides
     from .predictors import ALIASES, PREDICTORS
     from .predictors import plugins as predictor_plugins
 
@@ -268,6 +268,7 @@ def catalogue() -> str:
     alike = Counter((o.name, repr(o.default), o.help) for cls in cp for o in cls.options)
     shared = {(o.name, repr(o.default), o.help): o for cls in sorted(cp, key=lambda c: -len(c.options))
               for o in cls.options if 2 * alike[(o.name, repr(o.default), o.help)] > len(cp)}
+    common_free = set.intersection(*(set(free_options(cls.options)) for cls in cp)) if cp else set()
     lines = []
     for name, cls in classes:
         alias = aliases_of(name)
@@ -278,17 +279,19 @@ def catalogue() -> str:
         if cls in cp and lacks:
             lines.append(f"    without: {', '.join(lacks)}")
         if cls in cp:
-            sets = paper_overrides(name, {o.name: o.default for o in cls.options})
+            sets = paper_overrides(cls.options)
             lines.append("    profile=paper sets " + ", ".join(f"{k}={v!r}" for k, v in sets.items()))
-            if free_options(name) != FREE:
-                lines.append(f"    free under profile=paper: {', '.join(free_options(name)[len(FREE):])}")
+            own_free = [f for f in free_options(cls.options) if f not in common_free]
+            if own_free:
+                lines.append(f"    free under profile=paper: {', '.join(own_free)}")
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
     if shared:
         lines.append("\noptions of the CP dispatchers (unless one lists its own or names it under without; "
                      "-o KEY=VALUE):")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
-        lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(FREE[1:])}")
+        free = [f for f in free_options(cp[0].options) if f in common_free and f != "profile"]
+        lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(free)}")
     lines.append(f"\npredictors: {', '.join([*PREDICTORS, *ALIASES])}")
     lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
     lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "

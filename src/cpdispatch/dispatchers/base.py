@@ -6,6 +6,7 @@ import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar
 
 from ..errors import CpdispatchError
@@ -13,13 +14,23 @@ from ..snapshot import Decision, Snapshot, Start
 from .builtin import load_all, load_home
 
 
+class Paper(Enum):
+    """An option's value under `profile=paper` when it is not a value: the default, or free."""
+
+    DEFAULT = "the default"  # the paper's set-up is the option's default
+    FREE = "free"  # the option keeps the value given (a factor of the experiment, not of the paper)
+
+
 @dataclass(frozen=True)
 class Option:
-    """One dispatcher option: its name, default value (whose type is the option's type) and help."""
+    """One dispatcher option: its name, default value (whose type is the option's type), help,
+    value under `profile=paper` (CP dispatchers) and the values it accepts (empty: any)."""
 
     name: str
     default: Any
     help: str
+    paper: Any = Paper.DEFAULT
+    choices: tuple[Any, ...] = ()
 
     def parse(self, text: str) -> Any:
         kind = type(self.default)
@@ -57,7 +68,11 @@ class Dispatcher(ABC):
                 names = ", ".join(known) or "none"
                 raise CpdispatchError(f"dispatcher {self.name}: unknown option '{key}' (options: {names})")
         for opt in self.options:
-            setattr(self, opt.name, values.get(opt.name, opt.default))
+            value = values.get(opt.name, opt.default)
+            if opt.choices and value not in opt.choices:
+                raise CpdispatchError(f"dispatcher {self.name}: {opt.name} must be one of "
+                                      f"{', '.join(map(str, opt.choices))}")
+            setattr(self, opt.name, value)
 
     @abstractmethod
     def decide(self, snapshot: Snapshot) -> Decision:

@@ -137,7 +137,7 @@ def paper_but(name: str, key: str, scale: Scale, det_time: float | None = None) 
 
     cls = dispatcher_class(name)  # pcp19 is pcp3's alias: the profile is the class's
     defaults = {o.name: o.default for o in cls.options}
-    settings = {k: v for k, v in paper_overrides(cls.name, defaults).items() if k != key}
+    settings = {k: v for k, v in paper_overrides(cls.options).items() if k != key}
     if key in TEXT_VALUES and key in defaults:
         settings[key] = TEXT_VALUES[key]
     out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}

@@ -30,13 +30,13 @@ from ...allocators import get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
 from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
-from ..base import Dispatcher, Option
-from ..ewt import EWT_PRESETS, parse_ewt
+from ..base import Dispatcher, Option, Paper
+from ..ewt import parse_ewt
 from .built import BuiltModel, ModelTooLarge
 from .fitting import eligible, extract_starts, fast_path, take
 from .greedy import greedy_plan, left_shifted, plan_objective
 from .instance import CpJob, CpRunning, Instance, Plan
-from .options import FitNow, FrontEnd, options_of
+from .options import SEARCHES, FitNow, FrontEnd, options_of
 from .policies import POLICIES, FastOptions, Limits, Result, SolveLimits, policy_families
 from .profiles import apply_profile
 from .solve import solve
@@ -44,22 +44,22 @@ from .status import Status, with_suffixes
 
 __all__ = ["CpDispatcher", "Outcome", "Ready", "cp_options", "eligible", "extract_starts", "fast_path", "take"]
 
-PRIORITIES = ("slowdown", "ewt", "ewt-shipped")
-SEARCHES = ("portfolio", "fixed", "dive", "paper")
-#: the time policies a CP dispatcher runs unless it says otherwise (`paper` names one of them)
+#: the time policies a CP dispatcher runs unless it says otherwise
 RUNNABLE = ("fast", "cp19", "pcp20", "doubling")
 
 
-def cp_options(*, fit_now: bool = True, policies: tuple[str, ...] = RUNNABLE, **defaults: Any) -> tuple[Option, ...]:
-    """The front end's options with per-version defaults (e.g. `clamp=False` for version 1):
-    those of the fit-now selection unless `fit_now` is false (the queue-order selection), and
-    those the time `policies` the dispatcher can run read."""
-    return options_of(FrontEnd, *((FitNow,) if fit_now else ()), *policy_families(policies), **defaults)
-
-
-def resolve_ewt(text: str) -> str:
-    """Expand the 'eurora' preset (shared with the PBS dispatcher's parser)."""
-    return EWT_PRESETS.get(text.strip(), text)
+def cp_options(*, fit_now: bool = True, policies: tuple[str, ...] = RUNNABLE, paper_policy: str = "cp19",
+               searches: tuple[str, ...] = (), paper: dict[str, Any] | None = None, **defaults: Any
+               ) -> tuple[Option, ...]:
+    """The front end's options with a version's own defaults (e.g. `clamp=False` for version 1)
+    and `paper` values: those of the fit-now selection unless `fit_now` is false (the queue-order
+    selection), and those the time `policies` it can run and its `paper_policy` read; `searches`
+    are the searches its model adds to the front end's (pcp20's dive)."""
+    runnable = tuple(dict.fromkeys((*policies, paper_policy)))
+    return options_of(
+        FrontEnd, *((FitNow,) if fit_now else ()), *policy_families(runnable), **defaults,
+        paper={"time_policy": paper_policy, **(paper or {})},
+        choices={"time_policy": (*runnable, "paper"), "search": (*SEARCHES, *searches)})
 
 
 @dataclass
@@ -98,57 +98,44 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     Class attributes that say which version it is (not options): `selection` "fit-now" (CP'19
     versions, PCP'20) or "queue" (HCP and PCP base, eurora14: the first jobs in queue order,
     fitting or not); `postpone_rest` (HCP base: the rest of the queue stays in the model, fixed at
-    the end of the horizon); `duration_tiebreak` (PCP'20's shorter-duration tie-break before
-    area: off here, an option of pcp20); `time_policies` (the accepted `time_policy` values) and
-    `paper_policy` (the policy `paper` means); `paper_search` (what search=paper means: CP'19
-    Sect. 5, PCP to PCP2 use the solver's default search, every other version the custom one).
+    the end of the horizon). What the version's paper sets is in its options (`cp_options`).
     """
 
     objective_kind: ClassVar[str] = "slowdown"
     selection: ClassVar[str] = "fit-now"
     postpone_rest: ClassVar[bool] = False
-    paper_search: ClassVar[str] = "fixed"
-    dives: ClassVar[bool] = False  # its model computes the authors' first dive (search=dive)
-    duration_tiebreak: bool = False
-    time_policies: ClassVar[tuple[str, ...]] = ("fast", "paper", "cp19", "pcp20", "doubling")
-    paper_policy: ClassVar[str] = "cp19"
     options = cp_options()
 
     def __init__(self, **values: Any) -> None:
-        defaults = {o.name: o.default for o in self.options}
-        if set(values) <= set(defaults):  # an unknown option is the base class's error
+        known = {o.name: o for o in self.options}
+        if set(values) <= set(known):  # an unknown option is the base class's error
+            # `paper` as a value of an option is the option's paper value (time_policy, search)
+            values = {k: known[k].paper if v == "paper" and "paper" in known[k].choices
+                      and not isinstance(known[k].paper, Paper) else v for k, v in values.items()}
             try:
-                values = apply_profile(type(self).name, defaults, values)
+                values = apply_profile(self.options, values)
             except ValueError as exc:
                 raise CpdispatchError(f"dispatcher {self.name}: {exc}") from None
         super().__init__(**values)
-        problem = self.check({**defaults, **values})
+        problem = self.check({**{k: o.default for k, o in known.items()}, **values})
         if problem:
             raise CpdispatchError(f"dispatcher {self.name}: {problem}")
         self._capped = False  # a solve of the current decision was stopped by det_wall_cap
         self._alloc = get_allocator(self.allocator)
-        self._ewt = parse_ewt(resolve_ewt(self.ewt))
+        self._ewt = parse_ewt(self.ewt)
         self._max_ewt = max(self._ewt.values())
         self.cur_q_length = self.q_length
-        self.policy = self.paper_policy if self.time_policy == "paper" else self.time_policy
-        self.timing = POLICIES[self.policy](self)
-        self.search_kind = self.paper_search if self.search == "paper" else self.search
+        self.timing = POLICIES[self.time_policy](self)
 
     def check(self, v: Mapping[str, Any]) -> str | None:
-        """What is wrong with the option values `v`, if anything. Read from the mapping, not the
-        attributes: checking an option is not using it (`tests/test_cp_options.py`)."""
-        for opt, allowed in (("priority", PRIORITIES), ("time_policy", self.time_policies), ("search", SEARCHES)):
-            if v[opt] not in allowed:
-                return f"{opt} must be one of {', '.join(allowed)}"
-        if v["search"] == "dive" and not self.dives:
-            return "search=dive needs a model that computes the authors' first dive (pcp20's)"
+        """What is wrong with the option values `v`, if anything (beyond their `choices`). Read
+        from the mapping, not the attributes: checking an option is not using it
+        (`tests/test_cp_options.py`)."""
         counts = [n for n in ("q_length", "k", "workers") if n in v]
         if any(v[n] < 1 for n in counts) or v["initial_limit"] <= 0:
             return f"{', '.join(counts)}, initial_limit must be > 0"
         if v["det_wall_cap"] < 0:
             return "det_wall_cap must be >= 0"
-        if v["allocator"] not in ("best-fit", "scarce-fit"):
-            return "allocator must be best-fit or scarce-fit"
         if v.get("blocked", 0) < 0:
             return "blocked must be >= 0"
         if not v["limit_scale"] > 0:
@@ -317,9 +304,9 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         inst, greedy, g_obj = ready.inst, ready.greedy, ready.value
         built = ready.built if ready.built is not None else self.build(inst)
         built.post()
-        if self.search_kind in ("fixed", "dive"):
+        if self.search in ("fixed", "dive"):
             built.add_search()
-        first = built.first_dive() if self.search_kind == "dive" else None
+        first = built.first_dive() if self.search == "dive" else None
         best, optimal, solved = self.run_policy(built, first or (greedy if self.hint else None))
         if best is None:
             if not self.fallback:
@@ -379,6 +366,6 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         returns the status and the best plan found."""
         status, plan, capped = solve(built, hint, SolveLimits(wall, dtime, quick, conflicts), workers=self.workers,
                                      seed=self.seed, det_wall_cap=self.det_wall_cap,
-                                     fixed_search=self.search_kind in ("fixed", "dive"))
+                                     fixed_search=self.search in ("fixed", "dive"))
         self._capped = self._capped or capped
         return status, plan

@@ -89,8 +89,7 @@ class Hcp(_Hcp):
     summary = "HCP base (CP'19 ablation): first jobs in queue order, EWT waiting, no clamp"
     selection = "queue"
     postpone_rest = True
-    paper_policy = "doubling"
-    options = cp_options(fit_now=False, clamp=False, priority="ewt", ewt="default=1800")
+    options = cp_options(fit_now=False, clamp=False, priority="ewt", ewt="default=1800", paper_policy="doubling")
 
 
 @registered()

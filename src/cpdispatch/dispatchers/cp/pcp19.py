@@ -14,23 +14,14 @@ Dispatchers (only these differ, reference notes 2.1):
 
 from __future__ import annotations
 
-from typing import Any
-
-from ...errors import CpdispatchError
 from ..base import registered
 from .built import BuiltModel
 from .frontend import CpDispatcher, cp_options
 from .instance import Instance
 from .options import PerNode, options_of
-from .per_node import LAYOUTS, PerNodeModel
+from .per_node import PerNodeModel
 
 # -- dispatchers ---------------------------------------------------------------------------------
-
-def check_layout(dispatcher: str, layout: str) -> None:
-    """A dispatcher's `layout` option, checked when it is built (not at its first model)."""
-    if layout not in LAYOUTS:
-        raise CpdispatchError(f"dispatcher {dispatcher}: layout must be one of {', '.join(LAYOUTS)}")
-
 
 class PerNodeDispatcher(CpDispatcher, PerNode):
     """CP'19 PCP family: the front end with `PerNodeModel`. `free_now` (option) restricts queued
@@ -46,10 +37,6 @@ class PerNodeDispatcher(CpDispatcher, PerNode):
     objective_kind = "tardiness"
     options = cp_options(clamp=False, priority="ewt") + options_of(PerNode)
 
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**values)
-        check_layout(self.name, self.layout)
-
     def build(self, instance: Instance) -> BuiltModel:
         return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant,
                             layout=self.layout, plan_blocked=True)
@@ -60,9 +47,8 @@ class Pcp(PerNodeDispatcher):
     name = "pcp"
     summary = "PCP base (CP'19 ablation): every queued job, full node capacity, EWT tardiness, no clamp"
     selection = "queue"
-    paper_policy = "pcp-base"
-    paper_search = "portfolio"
-    options = cp_options(fit_now=False, q_length=1_000_000_000, clamp=False, priority="ewt") + options_of(
+    options = cp_options(fit_now=False, q_length=1_000_000_000, clamp=False, priority="ewt", paper_policy="pcp-base",
+                         paper={"search": "portfolio"}) + options_of(
         PerNode, free_now=False)
 
 
@@ -70,15 +56,14 @@ class Pcp(PerNodeDispatcher):
 class Pcp1(PerNodeDispatcher):
     name = "pcp1"
     summary = "PCP1: fit-now selection (q_length 100), EWT priority and tardiness, no clamp"
-    paper_search = "portfolio"
+    options = cp_options(clamp=False, priority="ewt", paper={"search": "portfolio"}) + options_of(PerNode)
 
 
 @registered()
 class Pcp2(PerNodeDispatcher):
     name = "pcp2"
     summary = "PCP2: PCP1 plus the underestimation fix (durations and remaining times >= 1)"
-    paper_search = "portfolio"
-    options = cp_options(clamp=True, priority="ewt") + options_of(PerNode)
+    options = cp_options(clamp=True, priority="ewt", paper={"search": "portfolio"}) + options_of(PerNode)
 
 
 @registered("pcp19")

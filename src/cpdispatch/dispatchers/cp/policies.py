@@ -32,6 +32,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 from ortools.sat.python import cp_model
 
+from ..base import Paper
 from .built import BuiltModel
 from .instance import Instance, Plan
 from .options import family, option, values
@@ -52,13 +53,14 @@ class Limits:
 
     initial_limit: float = option(1.0, "first time limit in seconds (cp19, pcp20, doubling); wall cap of fast")
     deterministic_time: float = option(0.0, "> 0: deterministic-time limits instead of wall limits (the value "
-                                            "stands for initial_limit seconds; every limit scales alike)")
+                                            "stands for initial_limit seconds; every limit scales alike)",
+                                       paper=Paper.FREE)
     det_wall_cap: float = option(0.0, "with deterministic_time: a solve also stops after this many times its "
                                       "deterministic limit in wall seconds (0: never; CP-SAT under-counts "
                                       "deterministic time on some models); a decision so stopped gets the "
-                                      "status suffix ':capped'")
+                                      "status suffix ':capped'", paper=Paper.FREE)
     limit_scale: float = option(1.0, "paper time policies: multiply every time limit (e.g. 0.1 for a faster "
-                                     "machine and solver than the papers' OR-Tools 7.3)")
+                                     "machine and solver than the papers' OR-Tools 7.3)", paper=Paper.FREE)
 
     def solve_limits(self, seconds: float) -> tuple[float, float]:
         """(wall, deterministic) limits of a solve the paper gives `seconds`, times `limit_scale`;
