@@ -9,12 +9,15 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import interrupt
 from ..errors import CpdispatchError
 from ..outputs_safety import check_out_dir, check_out_file
 from .arguments import FORMAT_HELP, OVERWRITE_HELP, STRICT_HELP, parse_options, subcommand
+
+if TYPE_CHECKING:
+    from ..dispatchers.base import Dispatcher
 
 DEMO_DISPATCHERS = ("fifo", "easy", "pbs", "hcp19", "pcp20")
 
@@ -39,9 +42,12 @@ def run_simulation(
     progress: bool | None = None,
     plots: bool = False,
     room: bool = False,
+    built: Dispatcher | None = None,
 ) -> dict[str, Any]:
     """`cpdispatch simulate`: read the files, one `api.simulate` call, write the contract files;
     returns the summary and the raw result. The summary's `call` says how to repeat it in Python.
+    `built`: the dispatcher `dispatcher` names with `options` and `seed`, already built (the
+    command builds it once, to check it before reading the files).
     A signal during the simulation or the writing stops it gracefully (see interrupt.py): what was
     decided is written, marked interrupted (without plots, to be quick)."""
     from .. import api
@@ -52,28 +58,29 @@ def run_simulation(
     with interrupt.stopping_gracefully(), warnings.catch_warnings():
         warnings.simplefilter("ignore", api.RefusedStartsWarning)  # cmd_simulate says it in one line
         result = api.simulate(
-            system, workload, dispatcher, predictor, options, load_factor=load_factor, seed=seed,
-            kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time, progress=progress,
-            record_instances=record_instances, room=room,
+            system, workload, built or dispatcher, predictor, None if built else options, load_factor=load_factor,
+            seed=seed, kill_at_walltime=kill_at_walltime, charge_dispatch_time=charge_dispatch_time,
+            progress=progress, record_instances=record_instances, room=room,
         )
+        result.call.update(dispatcher=dispatcher, options=dict(options or {}))  # as typed, to repeat it
         if out:
             result.save(out, plots=plots and not result.raw.interrupted)
     return {"summary": result.summary, "result": result.raw}
 
 
-def _check_run(system: str, dispatchers: Sequence[str], options: dict[str, str], predictor: str) -> None:
+def _check_run(system: str, dispatchers: Sequence[str], options: dict[str, str], predictor: str, seed: int
+               ) -> dict[str, Dispatcher | None]:
     """Names and options, checked before any reading (a bad one is an error in a second, not
-    after the trace is read)."""
+    after the trace is read): the dispatchers built, by name (None: the trace's own schedule)."""
     from .. import recorded
     from ..dispatchers.base import make_dispatcher
     from ..predictors import resolve_predictor
     from ..system import load_system
 
     load_system(system)
-    for name in dispatchers:
-        if name != recorded.NAME:  # the trace's own schedule, not a dispatcher
-            make_dispatcher(name, options)
+    built = {name: None if name == recorded.NAME else make_dispatcher(name, options, seed=seed) for name in dispatchers}
     resolve_predictor(predictor)
+    return built
 
 
 def _stopped(result: Any, out: str) -> int:
@@ -96,7 +103,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from ..text_table import format_table
 
     options = parse_options(args.option)
-    _check_run(args.system, [args.dispatcher], options, args.predictor)
+    built = _check_run(args.system, [args.dispatcher], options, args.predictor, args.seed)
     out = check_out_dir(args.out, overwrite=args.overwrite)
     if args.record_instances:
         record = check_out_file(args.record_instances, overwrite=args.overwrite, flag="--record-instances")
@@ -109,6 +116,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         load_factor=args.load_factor, kill_at_walltime=args.kill_at_walltime,
         charge_dispatch_time=args.charge_dispatch_time, strict=args.strict, record_instances=args.record_instances,
         progress=False if args.no_progress else None, plots=args.plots, room=args.room,
+        built=built[args.dispatcher],
     )
     summary = run["summary"]
     print(format_table([summary]))
@@ -135,7 +143,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CpdispatchError("--jobs must be at least 1")
     if not names or len(set(names)) != len(names):
         raise CpdispatchError(f"--dispatchers {args.dispatchers!r}: give distinct names, comma-separated")
-    _check_run("eurora", names, {}, args.predictor)
+    built = _check_run("eurora", names, {}, args.predictor, args.seed)
     out = check_out_dir(args.out, overwrite=args.overwrite)
     workload_path = out / "eurora-workload.csv"
     write_native(str(workload_path), generate_eurora(args.jobs, args.seed), load_system("eurora"))
@@ -146,7 +154,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"simulating {name} ...", flush=True)
         run = run_simulation(
             "eurora", str(workload_path), name, args.predictor, str(out / name), seed=args.seed,
-            load_factor=args.load_factor, progress=False, plots=False,
+            load_factor=args.load_factor, progress=False, plots=False, built=built[name],
         )
         if interrupt.received is not None:
             return _stopped(run["result"], str(out / name))

@@ -191,24 +191,32 @@ def registry() -> dict[str, type[Dispatcher]]:
     return dict(_REGISTRY)
 
 
-def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> Dispatcher:
+def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None, *, seed: int | None = None
+                    ) -> Dispatcher:
     """Build a dispatcher from its name (built-in, plugin or ``module:attr``) and options, as
-    strings (the command line) or typed values (the Python API)."""
+    strings (the command line) or typed values (the Python API); `seed` as in `resolve_dispatcher`."""
     if ":" in name:
-        return resolve_dispatcher(import_object(name), raw_options)
-    load_home(name)
-    found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
-    if name in found:
-        return resolve_dispatcher(found[name].load(), raw_options, name=name)
-    return _build(dispatcher_class(name), raw_options, name)
+        disp = resolve_dispatcher(import_object(name), raw_options, seed=seed)
+    else:
+        load_home(name)
+        found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
+        if name not in found:
+            return _build(dispatcher_class(name), raw_options, name, seed)
+        disp = resolve_dispatcher(found[name].load(), raw_options, seed=seed, name=name)
+    disp.name = name  # results name it as typed
+    return disp
 
 
-def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: str | None = None) -> Dispatcher:
-    """`cls` with its options parsed; built by an alias (hcp19 = hcp3), it carries the name the
-    user `typed`, which its messages then use."""
+def _build(cls: type[Dispatcher], raw_options: Mapping[str, Any] | None, typed: str | None = None,
+           seed: int | None = None) -> Dispatcher:
+    """`cls` with its options parsed (and `seed` for its own `seed` option, unless given); built
+    by an alias (hcp19 = hcp3), it carries the name the user `typed`, which its messages then use."""
     known = {o.name: o for o in cls.options}
+    raw = dict(raw_options or {})
+    if seed is not None and "seed" in known and "seed" not in raw:
+        raw["seed"] = seed
     values: dict[str, Any] = {}
-    for key, value in (raw_options or {}).items():
+    for key, value in raw.items():
         if key not in known:
             names = ", ".join(known) or "none"
             raise CpdispatchError(f"dispatcher {typed or cls.name}: unknown option '{key}' (options: {names})")
@@ -231,19 +239,15 @@ def resolve_dispatcher(
     `seed` fills the dispatcher's own `seed` option when it has one and `options` does not."""
     opts = dict(options or {})
     if isinstance(spec, str):
-        disp = make_dispatcher(spec, opts)
-    elif isinstance(spec, Dispatcher):
+        return make_dispatcher(spec, opts, seed=seed)
+    if isinstance(spec, Dispatcher):
         if opts:
             raise CpdispatchError(f"dispatcher {spec.name} is already built: give its options to its constructor")
         return spec
-    elif isinstance(spec, type) and issubclass(spec, Dispatcher):
-        disp = _build(spec, opts)
-    elif callable(spec):
+    if isinstance(spec, type) and issubclass(spec, Dispatcher):
+        return _build(spec, opts, seed=seed)
+    if callable(spec):
         if opts:
             raise CpdispatchError(f"dispatcher {getattr(spec, '__name__', spec)!r} is a function: it takes no options")
         return function_dispatcher(spec, name)
-    else:
-        raise CpdispatchError(f"not a dispatcher: {spec!r} (a name, a Dispatcher, or a function of a snapshot)")
-    if seed is not None and "seed" in {o.name for o in disp.options} and "seed" not in opts:
-        disp = _build(type(disp), {**opts, "seed": seed}, disp.name)
-    return disp
+    raise CpdispatchError(f"not a dispatcher: {spec!r} (a name, a Dispatcher, or a function of a snapshot)")
