@@ -255,11 +255,12 @@ def catalogue() -> str:
     from collections import Counter
 
     from . import recorded
-    from .dispatchers.base import aliases_of, plugins, registry
+    from .dispatchers.base import ENTRY_POINT_GROUP, aliases_of, registry
     from .dispatchers.builtin import is_cp
     from .dispatchers.cp.profiles import FREE, free_options, paper_overrides
+    from .plugins import entry_points_of
     from .predictors import ALIASES, PREDICTORS
-    from .predictors import plugins as predictor_plugins
+    from .predictors import ENTRY_POINT_GROUP as PREDICTOR_GROUP
 
     classes = sorted(registry().items())
     # options most CP dispatchers have alike (name, default, help) are listed once, after the list;
@@ -283,14 +284,14 @@ def catalogue() -> str:
             if free_options(name) != FREE:
                 lines.append(f"    free under profile=paper: {', '.join(free_options(name)[len(FREE):])}")
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
-    lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
+    lines += [_plugin_line(name, ep) for name, ep in sorted(entry_points_of(ENTRY_POINT_GROUP).items())]
     if shared:
         lines.append("\noptions of the CP dispatchers (unless one lists its own or names it under without; "
                      "-o KEY=VALUE):")
         lines += [f"    {o.name} = {o.default!r}: {o.help}" for o in shared.values()]
         lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(FREE[1:])}")
     lines.append(f"\npredictors: {', '.join([*PREDICTORS, *ALIASES])}")
-    lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
+    lines += [_plugin_line(name, ep) for name, ep in sorted(entry_points_of(PREDICTOR_GROUP).items())]
     lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "
                  "--predictor module:attr")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import CpdispatchError
+from ..plugins import entry_points_of, import_object
 from ..snapshot import Decision, Snapshot, Start
 from .builtin import load_all, load_home
 
@@ -132,27 +133,6 @@ def function_dispatcher(fn: Callable[[Snapshot], Any], name: str | None = None) 
     return cls()
 
 
-def import_object(spec: str) -> Any:
-    """`module:attr` (attr may be dotted) imported; a clear error when it does not exist."""
-    import importlib
-
-    module, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise CpdispatchError(f"cannot load '{spec}': {exc}") from None
-    return obj
-
-
-def plugins() -> dict[str, Any]:
-    """Installed entry points of `ENTRY_POINT_GROUP`, by name (not loaded)."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
 def dispatcher_class(name: str) -> type[Dispatcher]:
     load_home(name)
     key = _ALIASES.get(name, name)
@@ -164,7 +144,7 @@ def dispatcher_class(name: str) -> type[Dispatcher]:
 
 def all_names() -> list[str]:
     load_all()
-    return sorted(set(_REGISTRY) | set(_ALIASES) | set(plugins()))
+    return sorted(set(_REGISTRY) | set(_ALIASES) | set(entry_points_of(ENTRY_POINT_GROUP)))
 
 
 def aliases_of(name: str) -> list[str]:
@@ -182,7 +162,7 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None) -> 
     if ":" in name:
         return resolve_dispatcher(import_object(name), raw_options)
     load_home(name)
-    found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
+    found = entry_points_of(ENTRY_POINT_GROUP) if _ALIASES.get(name, name) not in _REGISTRY else {}
     if name in found:
         return resolve_dispatcher(found[name].load(), raw_options, name=name)
     return _build(dispatcher_class(name), raw_options, name)
