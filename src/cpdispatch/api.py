@@ -33,6 +33,8 @@ from .workloads.validation import validate_jobs
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .simulator.room import RoomAnswerer
+
 #: The predictor of every entry point when none is named.
 DEFAULT_PREDICTOR = "walltime"
 
@@ -189,14 +191,23 @@ def _run(system: System, workload: Workload, disp: Dispatcher, pred: Predictor, 
     from .simulator import simulate as run
 
     if not record_instances:
-        return run(system, workload, disp, pred, sim_opts)
+        return run(system, workload, disp, pred, sim_opts, room_answerer=_room_answerer)
     from .instance_log import InstanceRecorder
 
     recorder = InstanceRecorder(str(record_instances))
     try:
-        return run(system, workload, disp, pred, sim_opts, on_decision=recorder.record)
+        return run(system, workload, disp, pred, sim_opts, on_decision=recorder.record, room_answerer=_room_answerer)
     finally:
         recorder.close()
+
+
+def _room_answerer() -> RoomAnswerer:
+    """What the room probe asks about the starts of a dispatcher without a placement stage of its
+    own: pcp20's second stage in probe mode. Made on the probe's first question, so CP-SAT is
+    imported only by a run that needs it."""
+    from .dispatchers.cp.pcp20 import Pcp20Dispatcher
+
+    return Pcp20Dispatcher()
 
 
 def _result(raw: SimulationResult, workload: Workload, call: dict[str, Any]) -> Result:

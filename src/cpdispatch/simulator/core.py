@@ -32,7 +32,7 @@ from .accounting import Ledger
 from .clock import STALL_ATTEMPTS, EventClock
 from .cluster import Cluster
 from .logged import Logged
-from .room import RoomProbe
+from .room import RoomAnswerer, RoomProbe
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class SimOptions:
     kill_at_walltime: bool = False
     charge_dispatch_time: bool = False
     progress: bool | None = None  # None: a progress bar only on a terminal
-    room: bool = False  # a diagnostic, off unless asked: the room another placement would give (`room.RoomProbe`)
+    room: bool = False  # a diagnostic, off unless asked: the room another placement would give (`room.RoomProbe`,
+    # which asks the `room_answerer` given to the simulator)
 
 
 SnapshotHook = Callable[[Snapshot, Decision, float], None]
@@ -59,6 +60,7 @@ class Simulator:
         predictor: Predictor,
         options: SimOptions | None = None,
         on_decision: SnapshotHook | None = None,
+        room_answerer: Callable[[], RoomAnswerer] | None = None,
     ) -> None:
         self.system = system
         self.dispatcher = dispatcher
@@ -71,7 +73,11 @@ class Simulator:
         self.queue: Logged[QueuedJob] = Logged()  # insertion order = queue order
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
-        self.room = RoomProbe(workload.jobs) if self.options.room else None
+        self.room: RoomProbe | None = None
+        if self.options.room:
+            if room_answerer is None:
+                raise ValueError("the room probe (SimOptions room=True) needs a room_answerer to ask")
+            self.room = RoomProbe(workload.jobs, room_answerer)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -223,10 +229,12 @@ def simulate(
     predictor: Predictor,
     options: SimOptions | None = None,
     on_decision: SnapshotHook | None = None,
+    room_answerer: Callable[[], RoomAnswerer] | None = None,
 ) -> SimulationResult:
-    """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason."""
+    """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason.
+    With `options.room`, `room_answerer` makes what the room probe asks (on its first question)."""
     with rare_gc():
-        return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
+        return Simulator(system, workload, dispatcher, predictor, options, on_decision, room_answerer).run()
 
 
 class _Progress:
