@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -10,7 +9,7 @@ from typing import Any, ClassVar
 
 from ..errors import CpdispatchError
 from ..plugins import entry_points_of, import_object
-from ..snapshot import Decision, Snapshot, Start
+from ..snapshot import Decision, Snapshot, as_decision
 from .builtin import load_all, load_home
 
 
@@ -105,25 +104,6 @@ class FunctionDispatcher(Dispatcher):
 
     def decide(self, snapshot: Snapshot) -> Decision:
         return as_decision(type(self).function(snapshot), self.name, snapshot.time)
-
-
-def as_decision(returned: Any, dispatcher: str, time: int) -> Decision:
-    """What a dispatcher returned, as a `Decision`: a Decision, or any iterable of `Start`s (not
-    None: a forgotten `return` would reject every job without a word). Anything else is an error
-    naming the dispatcher, the simulated time and what came back."""
-    if isinstance(returned, Decision):
-        starts = returned.starts
-    elif returned is None or isinstance(returned, str | bytes | Mapping) or not hasattr(returned, "__iter__"):
-        starts = None
-    else:
-        starts = tuple(returned)
-    if starts is None or not all(isinstance(s, Start) for s in starts):
-        bad = returned if starts is None else next(s for s in starts if not isinstance(s, Start))
-        what = "" if bad is returned else f" holding {reprlib.repr(bad)}"
-        raise CpdispatchError(
-            f"dispatcher {dispatcher} returned {reprlib.repr(returned)}{what} at simulated time {time}: expected a "
-            "Decision or a sequence of Start (an empty list to start nothing)")
-    return returned if isinstance(returned, Decision) else Decision(starts=starts, status="heuristic")
 
 
 def function_dispatcher(fn: Callable[[Snapshot], Any], name: str | None = None) -> Dispatcher:

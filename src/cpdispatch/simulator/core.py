@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .. import interrupt
-from ..dispatchers.base import Dispatcher, as_decision
 from ..gcpause import rare_gc
 from ..job import Job
 from ..predictors.base import Predictor
 from ..records import DecisionRecord, SimulationResult
-from ..snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from ..snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start, as_decision
 from ..system import System
 from ..workloads.base import Workload
 from .accounting import Ledger
@@ -33,6 +32,23 @@ from .clock import STALL_ATTEMPTS, EventClock
 from .cluster import Cluster
 from .logged import Logged
 from .room import RoomAnswerer, RoomProbe
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Deciding(Protocol):
+    """What the simulator asks of a dispatcher (a `dispatchers.Dispatcher` is one): its name, its
+    options (recorded with their values, attributes of the same name) and its decisions. What
+    `decide` returns is checked by `as_decision`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> Sequence[_Named]: ...
+    def decide(self, snapshot: Snapshot) -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ class Simulator:
         self,
         system: System,
         workload: Workload,
-        dispatcher: Dispatcher,
+        dispatcher: Deciding,
         predictor: Predictor,
         options: SimOptions | None = None,
         on_decision: SnapshotHook | None = None,
@@ -225,7 +241,7 @@ class Simulator:
 def simulate(
     system: System,
     workload: Workload,
-    dispatcher: Dispatcher,
+    dispatcher: Deciding,
     predictor: Predictor,
     options: SimOptions | None = None,
     on_decision: SnapshotHook | None = None,
