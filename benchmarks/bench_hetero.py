@@ -102,6 +102,7 @@ def workload_of(cell: Cell) -> tuple[Any, Any]:
 def run_cell(cell: Cell) -> dict[str, Any]:
     """One simulation; the per-job figures reduced to what the table needs."""
     from cpdispatch.dispatchers import make_dispatcher
+    from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
     from cpdispatch.metrics import BOUND_S, summarize
     from cpdispatch.predictors import make_predictor
     from cpdispatch.simulator import SimOptions, simulate
@@ -114,7 +115,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         options["allocator"] = cell.allocator
     t0 = time.perf_counter()
     result = simulate(system, workload, make_dispatcher(name, options), make_predictor("last2"),
-                      SimOptions(progress=False, room=True))  # the room column
+                      SimOptions(progress=False, room=True), room_answerer=Pcp20Dispatcher)  # the room column
     wall = time.perf_counter() - t0
     problems = schedule_errors(result)
     if problems:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cpdispatch.allocators import best_fit, first_fit
-from cpdispatch.dispatchers.easy_kernel import FITS_ANY, _allocate, _count, _refit, _sort_new
+from cpdispatch.dispatchers.baselines.easy_kernel import FITS_ANY, _allocate, _count, _refit, _sort_new
 
 WEIGHTS = np.array([0.3, 1.0, 0.05])  # per type, for the demand-aware best fit
 

@@ -138,7 +138,7 @@ def test_the_probe_knows_once_when_no_queue_of_the_workload_can_leave_room(monke
         raise AssertionError("the second stage was asked")
 
     monkeypatch.setattr(Pcp20Dispatcher, "placement_room", no_stage)
-    probe = RoomProbe(jobs)
+    probe = RoomProbe(jobs, Pcp20Dispatcher)
     probe.observe(snap, cpd.Decision(starts=(Start("q0", (0,)),)))
     assert probe.summary()["decisions"] == 1 and probe.summary()["with_room"] == 0
 

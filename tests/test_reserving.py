@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cpdispatch.allocators import get_allocator
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.conservative import ReservingPass
+from cpdispatch.dispatchers.baselines.conservative import ReservingPass
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import SimOptions, simulate

@@ -207,8 +207,8 @@ def test_easy_same_decisions_from_queue_views_and_tuples(monkeypatch: pytest.Mon
     import random
 
     from cpdispatch.dispatchers import make_dispatcher
-    from cpdispatch.dispatchers.easy import RunningCache
-    from cpdispatch.dispatchers.queue_cache import LiveQueueCache
+    from cpdispatch.dispatchers.baselines.easy import RunningCache
+    from cpdispatch.dispatchers.baselines.queue_cache import LiveQueueCache
 
     monkeypatch.setattr(LiveQueueCache, "MIN_COMPACT", 3)
     monkeypatch.setattr(RunningCache, "MIN_COMPACT", 2)

@@ -14,7 +14,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = {
-    "simulate": "api", "read_workload": "api", "validate_jobs": "api", "Result": "api",
+    "simulate": "api", "read_workload": "api", "validate_jobs": "workloads.validation", "Result": "api",
     "generate_eurora": "workloads.generator", "System": "system", "Job": "job",
     "Snapshot": "snapshot", "Start": "snapshot", "Decision": "snapshot", "QueuedJob": "snapshot",
     "RunningJob": "snapshot", "Dispatcher": "dispatchers.base", "Option": "dispatchers.base",

@@ -30,6 +30,17 @@ class _Waiting(Protocol):
     def predicted(self) -> int: ...
 
 
+class Request(Protocol):
+    """A job's request as `take` reads it (a `Job` is one, and so is the CP front end's `CpJob`)."""
+
+    @property
+    def units(self) -> int: ...
+    @property
+    def req(self) -> tuple[int, ...]: ...
+    @property
+    def one_per_node(self) -> bool: ...
+
+
 class Observed(Protocol):
     """What a learning rule reads at each decision: the queue in submission order and the system
     (a `snapshot.Snapshot` is one)."""
@@ -114,6 +125,25 @@ def best_fit(
             return (node,)
         cand, fit = cand[rank], fit[rank]
     return _pack(free, req, units, fit, cand)
+
+
+def take(work: np.ndarray, nodes: tuple[int, ...], job: Request) -> bool:
+    """Subtract `job` on `nodes` from `work` if that is valid (right unit count, in range, fits)."""
+    if len(nodes) != job.units:
+        return False
+    if not nodes:
+        return True
+    idx = np.asarray(nodes)
+    if idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= work.shape[0]:
+        return False
+    uniq, counts = np.unique(idx, return_counts=True)
+    if job.one_per_node and len(uniq) < len(idx):
+        return False
+    need = counts[:, None] * np.asarray(job.req, dtype=np.int64)
+    if (work[uniq] < need).any():
+        return False
+    work[uniq] -= need
+    return True
 
 
 def one_unit_of_one_type(req: tuple[int, ...]) -> bool:

@@ -28,10 +28,12 @@ from .system import System
 from .workloads import load_workload, scale_arrivals
 from .workloads.base import Workload
 from .workloads.generator import generate_eurora
-from .workloads.reading import MAX_VALUE
+from .workloads.validation import validate_jobs
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .simulator.room import RoomAnswerer
 
 #: The predictor of every entry point when none is named.
 DEFAULT_PREDICTOR = "walltime"
@@ -58,37 +60,6 @@ def read_workload(
     workload.origin = {"read_workload": str(path), "fmt": fmt, "limit": limit, "skip": skip, "strict": strict,
                        "types": system.types}
     return workload
-
-
-def validate_jobs(jobs: Workload | Sequence[Job], system: System) -> Workload:
-    """A workload built in Python, checked like a file: unique ids, sorted by submit, one amount
-    per type of `system`, at least one unit, times and amounts from 0 to 2^40. Raises CpdispatchError naming
-    the job and the field."""
-    wl = jobs if isinstance(jobs, Workload) else Workload("<python>", list(jobs))
-    if wl.origin is not None and wl.origin["types"] == system.types:  # read onto such a system, checked
-        return wl
-    n_types, seen, last = len(system.types), set(), None
-    for i, j in enumerate(wl.jobs):
-        where = f"{wl.source}: job {i} (id {getattr(j, 'id', '?')!r})"
-        if not isinstance(j, Job):
-            raise CpdispatchError(f"{where}: expected a cpdispatch Job, got {type(j).__name__}")
-        if j.id in seen:
-            raise CpdispatchError(f"{where}: id appears more than once")
-        seen.add(j.id)
-        if len(j.req) != n_types:
-            raise CpdispatchError(f"{where}: field req has {len(j.req)} amounts, system {system.name} has "
-                                  f"{n_types} types {system.types}")
-        for name, value in (("units", j.units), ("submit", j.submit), ("runtime", j.runtime), *(
-                (f"req[{t}]", a) for t, a in zip(system.types, j.req))):
-            if (not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "units" else 0)
-                    or value > MAX_VALUE):
-                raise CpdispatchError(f"{where}: field {name} must be an integer from {int(name == 'units')} to "
-                                      f"2^40, got {value!r}")
-        if last is not None and j.submit < last:
-            raise CpdispatchError(f"{where}: field submit {j.submit} is before the previous job's {last} "
-                                  "(sort the jobs by submit time)")
-        last = j.submit
-    return wl
 
 
 @dataclass
@@ -220,14 +191,23 @@ def _run(system: System, workload: Workload, disp: Dispatcher, pred: Predictor, 
     from .simulator import simulate as run
 
     if not record_instances:
-        return run(system, workload, disp, pred, sim_opts)
+        return run(system, workload, disp, pred, sim_opts, room_answerer=_room_answerer)
     from .instance_log import InstanceRecorder
 
     recorder = InstanceRecorder(str(record_instances))
     try:
-        return run(system, workload, disp, pred, sim_opts, on_decision=recorder.record)
+        return run(system, workload, disp, pred, sim_opts, on_decision=recorder.record, room_answerer=_room_answerer)
     finally:
         recorder.close()
+
+
+def _room_answerer() -> RoomAnswerer:
+    """What the room probe asks about the starts of a dispatcher without a placement stage of its
+    own: pcp20's second stage in probe mode. Made on the probe's first question, so CP-SAT is
+    imported only by a run that needs it."""
+    from .dispatchers.cp.pcp20 import Pcp20Dispatcher
+
+    return Pcp20Dispatcher()
 
 
 def _result(raw: SimulationResult, workload: Workload, call: dict[str, Any]) -> Result:
@@ -255,11 +235,12 @@ def catalogue() -> str:
     from collections import Counter
 
     from . import recorded
-    from .dispatchers.base import aliases_of, plugins, registry
+    from .dispatchers.base import ENTRY_POINT_GROUP, aliases_of, registry
     from .dispatchers.builtin import is_cp
     from .dispatchers.cp.profiles import free_options, paper_overrides
+    from .plugins import entry_points_of
     from .predictors import ALIASES, PREDICTORS
-    from .predictors import plugins as predictor_plugins
+    from .predictors import ENTRY_POINT_GROUP as PREDICTOR_GROUP
 
     classes = sorted(registry().items())
     # options most CP dispatchers have alike (name, default, help) are listed once, after the list;
@@ -285,7 +266,7 @@ def catalogue() -> str:
             if own_free:
                 lines.append(f"    free under profile=paper: {', '.join(own_free)}")
     lines.append(f"{recorded.NAME} (not a dispatcher, a replay): {recorded.SUMMARY}")
-    lines += [_plugin_line(name, ep) for name, ep in sorted(plugins().items())]
+    lines += [_plugin_line(name, ep) for name, ep in sorted(entry_points_of(ENTRY_POINT_GROUP).items())]
     if shared:
         lines.append("\noptions of the CP dispatchers (unless one lists its own or names it under without; "
                      "-o KEY=VALUE):")
@@ -293,7 +274,7 @@ def catalogue() -> str:
         free = [f for f in free_options(cp[0].options) if f in common_free and f != "profile"]
         lines.append(f"    profile=paper also fixes every other option at its default; free: {', '.join(free)}")
     lines.append(f"\npredictors: {', '.join([*PREDICTORS, *ALIASES])}")
-    lines += [_plugin_line(name, ep) for name, ep in sorted(predictor_plugins().items())]
+    lines += [_plugin_line(name, ep) for name, ep in sorted(entry_points_of(PREDICTOR_GROUP).items())]
     lines.append("also: --dispatcher module:attr (a Dispatcher class or a function of a snapshot), "
                  "--predictor module:attr")
     return "\n".join(lines)

@@ -1,7 +1,9 @@
-"""What a dispatcher sees (Snapshot) and what it returns (Decision). Both immutable."""
+"""What a dispatcher sees (Snapshot) and what it returns (Decision). Both immutable. `as_decision`
+reads what a dispatcher returned (a Decision or its Starts) as a Decision, or says what is wrong."""
 
 from __future__ import annotations
 
+import reprlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -9,6 +11,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
+from .errors import CpdispatchError
 from .job import Job
 from .system import System
 
@@ -262,3 +265,22 @@ class Decision:
     objective: float | None = None
     plan: Mapping[str, int] = field(default_factory=dict)
     stage2: PlacementReport | None = None
+
+
+def as_decision(returned: Any, dispatcher: str, time: int) -> Decision:
+    """What a dispatcher returned, as a `Decision`: a Decision, or any iterable of `Start`s (not
+    None: a forgotten `return` would reject every job without a word). Anything else is an error
+    naming the dispatcher, the simulated time and what came back."""
+    if isinstance(returned, Decision):
+        starts = returned.starts
+    elif returned is None or isinstance(returned, str | bytes | Mapping) or not hasattr(returned, "__iter__"):
+        starts = None
+    else:
+        starts = tuple(returned)
+    if starts is None or not all(isinstance(s, Start) for s in starts):
+        bad = returned if starts is None else next(s for s in starts if not isinstance(s, Start))
+        what = "" if bad is returned else f" holding {reprlib.repr(bad)}"
+        raise CpdispatchError(
+            f"dispatcher {dispatcher} returned {reprlib.repr(returned)}{what} at simulated time {time}: expected a "
+            "Decision or a sequence of Start (an empty list to start nothing)")
+    return returned if isinstance(returned, Decision) else Decision(starts=starts, status="heuristic")

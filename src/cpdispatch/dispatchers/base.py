@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -10,7 +9,8 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from ..errors import CpdispatchError
-from ..snapshot import Decision, Snapshot, Start
+from ..plugins import entry_points_of, import_object
+from ..snapshot import Decision, Snapshot, as_decision
 from .builtin import load_all, load_home
 
 
@@ -121,51 +121,11 @@ class FunctionDispatcher(Dispatcher):
         return as_decision(type(self).function(snapshot), self.name, snapshot.time)
 
 
-def as_decision(returned: Any, dispatcher: str, time: int) -> Decision:
-    """What a dispatcher returned, as a `Decision`: a Decision, or any iterable of `Start`s (not
-    None: a forgotten `return` would reject every job without a word). Anything else is an error
-    naming the dispatcher, the simulated time and what came back."""
-    if isinstance(returned, Decision):
-        starts = returned.starts
-    elif returned is None or isinstance(returned, str | bytes | Mapping) or not hasattr(returned, "__iter__"):
-        starts = None
-    else:
-        starts = tuple(returned)
-    if starts is None or not all(isinstance(s, Start) for s in starts):
-        bad = returned if starts is None else next(s for s in starts if not isinstance(s, Start))
-        what = "" if bad is returned else f" holding {reprlib.repr(bad)}"
-        raise CpdispatchError(
-            f"dispatcher {dispatcher} returned {reprlib.repr(returned)}{what} at simulated time {time}: expected a "
-            "Decision or a sequence of Start (an empty list to start nothing)")
-    return returned if isinstance(returned, Decision) else Decision(starts=starts, status="heuristic")
-
-
 def function_dispatcher(fn: Callable[[Snapshot], Any], name: str | None = None) -> Dispatcher:
     label = name or getattr(fn, "__name__", "function")
     cls = type(f"FunctionDispatcher_{label}", (FunctionDispatcher,),
                {"name": label, "summary": (fn.__doc__ or "").strip().split("\n")[0], "function": staticmethod(fn)})
     return cls()
-
-
-def import_object(spec: str) -> Any:
-    """`module:attr` (attr may be dotted) imported; a clear error when it does not exist."""
-    import importlib
-
-    module, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise CpdispatchError(f"cannot load '{spec}': {exc}") from None
-    return obj
-
-
-def plugins() -> dict[str, Any]:
-    """Installed entry points of `ENTRY_POINT_GROUP`, by name (not loaded)."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def dispatcher_class(name: str) -> type[Dispatcher]:
@@ -179,7 +139,7 @@ def dispatcher_class(name: str) -> type[Dispatcher]:
 
 def all_names() -> list[str]:
     load_all()
-    return sorted(set(_REGISTRY) | set(_ALIASES) | set(plugins()))
+    return sorted(set(_REGISTRY) | set(_ALIASES) | set(entry_points_of(ENTRY_POINT_GROUP)))
 
 
 def aliases_of(name: str) -> list[str]:
@@ -199,7 +159,7 @@ def make_dispatcher(name: str, raw_options: Mapping[str, Any] | None = None, *, 
         disp = resolve_dispatcher(import_object(name), raw_options, seed=seed)
     else:
         load_home(name)
-        found = plugins() if _ALIASES.get(name, name) not in _REGISTRY else {}
+        found = entry_points_of(ENTRY_POINT_GROUP) if _ALIASES.get(name, name) not in _REGISTRY else {}
         if name not in found:
             return _build(dispatcher_class(name), raw_options, name, seed)
         disp = resolve_dispatcher(found[name].load(), raw_options, seed=seed, name=name)

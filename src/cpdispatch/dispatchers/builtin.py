@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 
-#: name -> module under `cpdispatch.dispatchers`; a module under `cp.` holds a CP dispatcher
+#: name -> module under `cpdispatch.dispatchers`: `baselines.` for a baseline, `cp.` for a CP dispatcher
 HOMES: dict[str, str] = {
-    "fifo": "queue_order", "sjf": "queue_order", "ljf": "queue_order",
-    "easy": "easy", "easy-sjf": "easy", "conservative": "conservative",
-    "slurm-backfill": "slurm_backfill",
-    "pbs": "pbs",
+    "fifo": "baselines.queue_order", "sjf": "baselines.queue_order", "ljf": "baselines.queue_order",
+    "easy": "baselines.easy", "easy-sjf": "baselines.easy", "conservative": "baselines.conservative",
+    "slurm-backfill": "baselines.slurm_backfill",
+    "pbs": "baselines.pbs",
     "hcp": "cp.hcp", "hcp1": "cp.hcp", "hcp2": "cp.hcp", "hcp3": "cp.hcp", "hcp19": "cp.hcp",
     "pcp20": "cp.pcp20.dispatcher",
     "pcp": "cp.pcp19", "pcp1": "cp.pcp19", "pcp2": "cp.pcp19", "pcp3": "cp.pcp19", "pcp19": "cp.pcp19",

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import CpdispatchError
 from ..job import Job
+from ..plugins import entry_points_of, import_object
 from .base import Predictor
 from .datadriven import DataDrivenPredictor
 from .last2 import Last2PCP21Predictor, Last2Predictor
@@ -107,23 +108,14 @@ class _Adapted(Predictor):
         return int(self.obj.extend(job, elapsed, predicted)) if hasattr(self.obj, "extend") else predicted
 
 
-def plugins() -> dict[str, Any]:
-    """Installed entry points of `ENTRY_POINT_GROUP`, by name (not loaded)."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
 def resolve_predictor(spec: Any) -> Predictor:
     """A predictor from a name (built-in, plugin entry point or ``module:attr``), a `Predictor`,
     a `Predictor` class, or any object with a `predict(job, now)` method."""
     if isinstance(spec, str):
         if ":" in spec:
-            from ..dispatchers.base import import_object
-
             return resolve_predictor(import_object(spec))
         if spec not in _CLASSES and spec not in ALIASES and "," not in spec:
-            found = plugins()
+            found = entry_points_of(ENTRY_POINT_GROUP)
             if spec in found:
                 return resolve_predictor(found[spec].load())
         return make_predictor(spec)

@@ -15,24 +15,40 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .. import interrupt
-from ..dispatchers.base import Dispatcher, as_decision
 from ..gcpause import rare_gc
 from ..job import Job
 from ..predictors.base import Predictor
 from ..records import DecisionRecord, SimulationResult
-from ..snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start
+from ..snapshot import Decision, QueuedJob, RunningJob, Snapshot, Start, as_decision
 from ..system import System
 from ..workloads.base import Workload
 from .accounting import Ledger
 from .clock import STALL_ATTEMPTS, EventClock
 from .cluster import Cluster
 from .logged import Logged
-from .room import RoomProbe
+from .room import RoomAnswerer, RoomProbe
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Deciding(Protocol):
+    """What the simulator asks of a dispatcher (a `dispatchers.Dispatcher` is one): its name, its
+    options (recorded with their values, attributes of the same name) and its decisions. What
+    `decide` returns is checked by `as_decision`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> Sequence[_Named]: ...
+    def decide(self, snapshot: Snapshot) -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +58,8 @@ class SimOptions:
     kill_at_walltime: bool = False
     charge_dispatch_time: bool = False
     progress: bool | None = None  # None: a progress bar only on a terminal
-    room: bool = False  # a diagnostic, off unless asked: the room another placement would give (`room.RoomProbe`)
+    room: bool = False  # a diagnostic, off unless asked: the room another placement would give (`room.RoomProbe`,
+    # which asks the `room_answerer` given to the simulator)
 
 
 SnapshotHook = Callable[[Snapshot, Decision, float], None]
@@ -55,10 +72,11 @@ class Simulator:
         self,
         system: System,
         workload: Workload,
-        dispatcher: Dispatcher,
+        dispatcher: Deciding,
         predictor: Predictor,
         options: SimOptions | None = None,
         on_decision: SnapshotHook | None = None,
+        room_answerer: Callable[[], RoomAnswerer] | None = None,
     ) -> None:
         self.system = system
         self.dispatcher = dispatcher
@@ -71,7 +89,11 @@ class Simulator:
         self.queue: Logged[QueuedJob] = Logged()  # insertion order = queue order
         self.running: Logged[RunningJob] = Logged()
         self._charge_debt = 0.0
-        self.room = RoomProbe(workload.jobs) if self.options.room else None
+        self.room: RoomProbe | None = None
+        if self.options.room:
+            if room_answerer is None:
+                raise ValueError("the room probe (SimOptions room=True) needs a room_answerer to ask")
+            self.room = RoomProbe(workload.jobs, room_answerer)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -219,14 +241,16 @@ class Simulator:
 def simulate(
     system: System,
     workload: Workload,
-    dispatcher: Dispatcher,
+    dispatcher: Deciding,
     predictor: Predictor,
     options: SimOptions | None = None,
     on_decision: SnapshotHook | None = None,
+    room_answerer: Callable[[], RoomAnswerer] | None = None,
 ) -> SimulationResult:
-    """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason."""
+    """Replay `workload` on `system`; every job ends completed, killed or rejected with a reason.
+    With `options.room`, `room_answerer` makes what the room probe asks (on its first question)."""
     with rare_gc():
-        return Simulator(system, workload, dispatcher, predictor, options, on_decision).run()
+        return Simulator(system, workload, dispatcher, predictor, options, on_decision, room_answerer).run()
 
 
 class _Progress:

@@ -3,30 +3,39 @@ start earlier? It tells a user whether allocation can matter on a workload at al
 
 Each decision that starts jobs while others stay queued is asked once. A dispatcher with its own
 placement stage (pcp20's second stage) answers for itself: its report counts, measured against
-its first stage's placement. Any other dispatcher's starts are given to pcp20's second stage in
-probe mode (nothing enacted): "moved" there means room. When no queue of the workload can leave
-room (every job asks 1 unit of one type: where a unit goes cannot matter), the answer is known
-once for the run. The probe's time is not the dispatcher's.
+its first stage's placement. Any other dispatcher's starts are given to a `RoomAnswerer` that the
+caller hands over, made on the first question (`api.simulate` gives pcp20's second stage in probe
+mode, nothing enacted: "moved" there means room). When no queue of the workload can leave room
+(every job asks 1 unit of one type: where a unit goes cannot matter), the answer is known once for
+the run, and no answerer is made. The probe's time is not the dispatcher's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..allocators import placement_cannot_matter
+from ..allocators import placement_cannot_matter, take
 from ..job import Job
 from ..snapshot import Decision, PlacementReport, Snapshot, Start
 
 
+class RoomAnswerer(Protocol):
+    """Says whether another placement of `starts` would let a queued job of `snapshot` start
+    earlier (its report's `room` and `gained`), without enacting anything."""
+
+    def placement_room(self, snapshot: Snapshot, starts: tuple[Start, ...]) -> PlacementReport: ...
+
+
 class RoomProbe:
     """Counts, over a run, the decisions with room and the queued jobs that would gain, among the
-    jobs of `workload`."""
+    jobs of `workload`; `answerer` makes what it asks, on the first question that needs one."""
 
-    def __init__(self, workload: Sequence[Job] = ()) -> None:
-        self._probe: Any = None
+    def __init__(self, workload: Sequence[Job], answerer: Callable[[], RoomAnswerer]) -> None:
+        self._make_answerer = answerer
+        self._answerer: RoomAnswerer | None = None
         self._workload = workload
         self._never: bool | None = None  # no queue of the workload can leave room (known at first ask)
         self.source = ""
@@ -52,13 +61,9 @@ class RoomProbe:
             self._never = placement_cannot_matter(self._workload)
         if self._never:
             return PlacementReport("fluid", 0.0, None, 0)
-        if self._probe is None:  # CP-SAT only for workloads where placement can matter
-            from ..dispatchers.cp.pcp20 import Pcp20Dispatcher
-
-            self._probe = Pcp20Dispatcher()
-        starts = _valid(snapshot, starts)
-        report: PlacementReport = self._probe.placement_room(snapshot, starts)
-        return report
+        if self._answerer is None:  # made only for workloads where placement can matter (pcp20: CP-SAT)
+            self._answerer = self._make_answerer()
+        return self._answerer.placement_room(snapshot, _valid(snapshot, starts))
 
     def summary(self) -> dict[str, Any]:
         """For summary.json: decisions asked, those with room (count and share), queued jobs that
@@ -77,14 +82,12 @@ class RoomProbe:
 
 def _valid(snapshot: Snapshot, starts: tuple[Start, ...]) -> tuple[Start, ...]:
     """The starts the simulator will enact: each checked against what the earlier ones left."""
-    from ..dispatchers.cp.fitting import take
-
     wanted = {s.job_id for s in starts}
     jobs = {q.job.id: q.job for q in snapshot.queued if q.job.id in wanted}
     free = np.array(snapshot.free, dtype=np.int64)
     out: list[Start] = []
     for start in starts:
         job = jobs.pop(start.job_id, None)  # a job started twice: only its first start counts
-        if job is not None and take(free, start.nodes, job):  # type: ignore[arg-type]
+        if job is not None and take(free, start.nodes, job):
             out.append(start)
     return tuple(out)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...allocators import best_fit
+from ...allocators import best_fit, take
 from ...job import Job
 from ...snapshot import QueuedJob, Snapshot, Start
 from ...system import units_fitting
-from .instance import CpJob, Instance, Plan
+from .instance import Instance, Plan
 
 
 def eligible(free: np.ndarray, jobs: list[Job]) -> list[bool]:
@@ -56,25 +56,6 @@ def fast_path(
             return None
         starts.append(Start(q.job.id, nodes))
     return tuple(starts)
-
-
-def take(work: np.ndarray, nodes: tuple[int, ...], job: CpJob) -> bool:
-    """Subtract `job` on `nodes` from `work` if that is valid (right unit count, in range, fits)."""
-    if len(nodes) != job.units:
-        return False
-    if not nodes:
-        return True
-    idx = np.asarray(nodes)
-    if idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= work.shape[0]:
-        return False
-    uniq, counts = np.unique(idx, return_counts=True)
-    if job.one_per_node and len(uniq) < len(idx):
-        return False
-    need = counts[:, None] * np.asarray(job.req, dtype=np.int64)
-    if (work[uniq] < need).any():
-        return False
-    work[uniq] -= need
-    return True
 
 
 def extract_starts(

@@ -209,7 +209,7 @@ def _enactable(
     for s in starts:
         nodes = tuple(int(k) for k in plan.nodes[s.job_id]) if s.job_id in placed else s.nodes
         job = units[s.job_id]
-        if len(nodes) != job.units or not take(work, nodes, job):  # type: ignore[arg-type]
+        if len(nodes) != job.units or not take(work, nodes, job):
             return None
         out.append(Start(s.job_id, nodes))
     return tuple(out)

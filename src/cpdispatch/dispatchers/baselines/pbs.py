@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..allocators import ALLOCATOR_HELP, get_allocator
-from ..job import Job
-from ..snapshot import Decision, QueuedJob, Snapshot
-from .base import Dispatcher, Option, registered
-from .ewt import parse_ewt
+from ...allocators import ALLOCATOR_HELP, get_allocator
+from ...job import Job
+from ...snapshot import Decision, QueuedJob, Snapshot
+from ..base import Dispatcher, Option, registered
+from ..ewt import parse_ewt
 from .greedy_pass import start_in_order
 from .queue_cache import QueueCache
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..snapshot import Decision, Snapshot
-from .base import registered
+from ...snapshot import Decision, Snapshot
+from ..base import registered
 from .easy import CompiledPass
 from .queue_cache import kernel_order
 

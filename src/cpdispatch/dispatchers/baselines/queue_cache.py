@@ -12,8 +12,8 @@ from itertools import chain
 
 import numpy as np
 
-from ..job import Job
-from ..snapshot import LiveView, QueuedJob
+from ...job import Job
+from ...snapshot import LiveView, QueuedJob
 
 
 def shape_key(job: Job) -> tuple[int, ...]:

@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..allocators import get_allocator
-from ..snapshot import Decision, QueuedJob, Snapshot
-from .base import Dispatcher, registered
+from ...allocators import get_allocator
+from ...snapshot import Decision, QueuedJob, Snapshot
+from ..base import Dispatcher, registered
 from .greedy_pass import ALLOCATOR_OPTION, start_in_order
 from .queue_cache import LiveQueueCache
 

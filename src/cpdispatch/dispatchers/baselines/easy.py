@@ -24,10 +24,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..allocators import get_allocator
-from ..snapshot import Decision, LiveView, RunningJob, Snapshot, Start
-from ..system import System
-from .base import Dispatcher, Option, registered
+from ...allocators import get_allocator
+from ...snapshot import Decision, LiveView, RunningJob, Snapshot, Start
+from ...system import System
+from ..base import Dispatcher, Option, registered
 from .queue_cache import kernel_order
 from .queue_order import ALLOCATOR_OPTION, LiveQueueCache
 

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..job import Job
-from ..snapshot import LiveView, RunningJob, Snapshot
-from .base import Option, registered
+from ...job import Job
+from ...snapshot import LiveView, RunningJob, Snapshot
+from ..base import Option, registered
 from .conservative import ReservingPass
 from .easy import ALLOCATOR_OPTION
 from .queue_cache import LiveQueueCache

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..allocators import ALLOCATOR_HELP, Allocator
-from ..job import Job
-from ..snapshot import QueuedJob, Snapshot, Start
-from .base import Option
+from ...allocators import ALLOCATOR_HELP, Allocator
+from ...job import Job
+from ...snapshot import QueuedJob, Snapshot, Start
+from ..base import Option
 from .queue_cache import QueueCache
 
 #: the node-allocation option of the baselines that start jobs in queue order (FIFO, SJF, LJF, EASY)
