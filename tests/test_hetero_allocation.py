@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.frontend import extract_starts, fast_path
+from cpdispatch.dispatchers.cp.fitting import extract_starts, fast_path
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import Plan
 from cpdispatch.job import Job

@@ -1,17 +1,19 @@
-"""The front end shared by every CP dispatcher (reference notes 2.2, 2.3, 3.2).
+"""The front end shared by every CP dispatcher (reference notes 2.2, 2.3, 3.2): one decision as a
+pipeline, read top to bottom in `decide`.
 
-One decision: sort the queue by priority; start the whole queue at once if it fits now (fast
-path); otherwise select up to `cur_q_length` jobs that fit in the current free amounts, build an
-`Instance` (times relative to now, durations clamped to >= 1 unless the ablation says not),
-plan them greedily, let CP-SAT improve on that plan under a time policy (`policies`), keep
-whichever of the two is better, and start the jobs planned at 0 after checking them against the
-free amounts (`fitting`). `skip_solver` is the one place that decides not to solve; every way a
-decision is reached has its own `Status`.
+1. *Prioritise* the queue (`priorities`); start it all at once if it fits now (the fast path).
+2. *Select* the model's jobs and make their `Instance` (`selection`: times relative to now,
+   durations clamped to >= 1 unless the ablation says not).
+3. *Build* the model and the greedy plan (`ready`); `skip_solver` is the one place that decides
+   not to solve.
+4. *Solve*: CP-SAT improves on that plan under a time policy (`policies`, `optimise`); the better
+   of the two is kept.
+5. *Enact* the jobs planned at 0, checked against the free amounts (`fitting`, `enact`).
+Every way a decision is reached has its own `Status`.
 
 A subclass builds the model (`build`) and names its objective; class attributes say which
-version it is (selection, what `time_policy=paper` and `search=paper` mean); it may replace the
-solve (`optimise`: eurora14's phases) or add a second stage (`refine`: pcp20). Its options are
-option families (`options`, `policies`) mixed into the class.
+selection it makes; its options (`option_sets.cp_options`) say what its paper sets. It may
+replace the solve (`optimise`: eurora14's phases) or add a second stage (`refine`: pcp20).
 
 Left out on purpose: the CP'19 "dispatch skip" (notes 2.2 step 1). Between two calls with the
 same queue and free amounts, time moves on: waits, priorities, EWT tardiness and the running
@@ -22,74 +24,27 @@ decisions. The only skip kept is the exact one: no job fits now, so nothing can 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...allocators import get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
 from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
-from ..base import Dispatcher, Option, Paper
-from ..ewt import parse_ewt
+from ..base import Dispatcher, Paper
 from .built import BuiltModel, ModelTooLarge
-from .fitting import eligible, extract_starts, fast_path, take
+from .fitting import extract_starts, fast_path
 from .greedy import greedy_plan, left_shifted, plan_objective
-from .instance import CpJob, CpRunning, Instance, Plan
-from .options import SEARCHES, FitNow, FrontEnd, options_of
-from .policies import POLICIES, FastOptions, Limits, Result, SolveLimits, policy_families
+from .instance import Instance, Plan
+from .option_sets import cp_options
+from .options import FitNow, FrontEnd
+from .outcome import Outcome, Ready
+from .policies import POLICIES, FastOptions, Limits, Result, SolveLimits
+from .priorities import Priorities
 from .profiles import apply_profile
+from .selection import instance_of, select
 from .solve import solve
 from .status import Status, with_suffixes
-
-__all__ = ["CpDispatcher", "Outcome", "Ready", "cp_options", "eligible", "extract_starts", "fast_path", "take"]
-
-#: the time policies a CP dispatcher runs unless it says otherwise
-RUNNABLE = ("fast", "cp19", "pcp20", "doubling")
-
-
-def cp_options(*, fit_now: bool = True, policies: tuple[str, ...] = RUNNABLE, paper_policy: str = "cp19",
-               searches: tuple[str, ...] = (), paper: dict[str, Any] | None = None, **defaults: Any
-               ) -> tuple[Option, ...]:
-    """The front end's options with a version's own defaults (e.g. `clamp=False` for version 1)
-    and `paper` values: those of the fit-now selection unless `fit_now` is false (the queue-order
-    selection), and those the time `policies` it can run and its `paper_policy` read; `searches`
-    are the searches its model adds to the front end's (pcp20's dive)."""
-    runnable = tuple(dict.fromkeys((*policies, paper_policy)))
-    return options_of(
-        FrontEnd, *((FitNow,) if fit_now else ()), *policy_families(runnable), **defaults,
-        paper={"time_policy": paper_policy, **(paper or {})},
-        choices={"time_policy": (*runnable, "paper"), "search": (*SEARCHES, *searches)})
-
-
-@dataclass
-class Ready:
-    """What a solve starts from: the instance, its model (None: over the size guard, `too_large`,
-    or built by the subclass's own `optimise`), the starting plan (None: nothing uses it, or no
-    job order fits) and its objective value. The starting plan is the greedy plan unless a
-    subclass has a better one (pcp20's shifted relaxation), which may be `proven` optimal."""
-
-    inst: Instance
-    built: BuiltModel | None
-    greedy: Plan | None
-    value: int | None
-    too_large: bool = False
-    proven: bool = False
-
-
-@dataclass
-class Outcome:
-    """What a decision enacts: the plan (or the fast path's `starts`), its status and objective,
-    whether the run counts as solved (for the queue length; None: no solve was tried, the length
-    stays), the model (for its size) and the instance."""
-
-    plan: Plan | None
-    status: Status
-    objective: int | None
-    solved: bool | None
-    built: BuiltModel | None = None
-    inst: Instance | None = None
-    starts: tuple[Start, ...] | None = None
 
 
 class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
@@ -122,8 +77,7 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
             raise CpdispatchError(f"dispatcher {self.name}: {problem}")
         self._capped = False  # a solve of the current decision was stopped by det_wall_cap
         self._alloc = get_allocator(self.allocator)
-        self._ewt = parse_ewt(self.ewt)
-        self._max_ewt = max(self._ewt.values())
+        self.priorities = Priorities(self.priority, self.ewt, self.duration_tiebreak)
         self.cur_q_length = self.q_length
         self.timing = POLICIES[self.time_policy](self)
 
@@ -161,81 +115,26 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         """The objective value of `plan`, as the model computes it."""
         return plan_objective(self.objective_kind, inst, plan)
 
-    # -- priorities and selection -------------------------------------------------------------
+    # -- prioritise and select ----------------------------------------------------------------
 
     def ewt_of(self, job: Job) -> int:
-        return self._ewt.get(job.queue, self._ewt["default"])
-
-    def priority_key(self, now: int) -> Callable[[QueuedJob], tuple[float, ...]]:
-        """The sort key at time `now`, smaller first: (-priority, [duration,] area); ties then keep
-        queue order. The priority is the job's marginal cost of waiting, so its weight multiplies
-        it. (One closure per decision: the key runs for every queued job at every decision.)"""
-        kind, tiebreak, max_ewt, ewt_of = self.priority, self.duration_tiebreak, self._max_ewt, self.ewt_of
-
-        def key(q: QueuedJob) -> tuple[float, ...]:
-            job, d = q.job, q.predicted
-            wait = now - job.submit
-            area = d * job.units * sum(job.req)
-            if kind == "slowdown":
-                first = -(wait + d) / d if d > 0 else -float(max(1, wait))
-            elif kind == "ewt":
-                first = -(max_ewt * (wait + 1)) / ewt_of(job)
-            else:  # the shipped precedence: -(max_ewt * now - submit + 1) / ewt
-                first = -(max_ewt * now - job.submit + 1) / ewt_of(job)
-            first *= q.weight
-            return (first, d, area) if tiebreak else (first, area)
-
-        return key
+        return self.priorities.ewt_of(job)
 
     def order(self, snapshot: Snapshot) -> list[QueuedJob]:
-        return sorted(snapshot.queued, key=self.priority_key(snapshot.time))
+        return self.priorities.order(snapshot)
 
     def select(self, snapshot: Snapshot, ordered: list[QueuedJob]) -> list[QueuedJob]:
-        """The model's jobs, in priority order: with fit-now selection, up to `cur_q_length` jobs
-        that fit now, then the first `blocked` that do not (none when no job fits now)."""
-        m = self.cur_q_length
-        if self.selection == "queue":
-            first = {q.job.id for q in snapshot.queued[:m]}
-            return [q for q in ordered if q.job.id in first]
-        out: list[QueuedJob] = []
-        waiting = self.blocked
-        ok = eligible(snapshot.free, [q.job for q in ordered])
-        fitting = 0
-        for q, fits in zip(ordered, ok):
-            if fits and fitting < m:
-                fitting += 1
-                out.append(q)
-            elif not fits and waiting > 0:
-                waiting -= 1
-                out.append(q)
-            if fitting == m and waiting == 0:
-                break
-        return out if fitting else []
+        blocked = self.blocked if self.selection == "fit-now" else 0  # the queue selection has no such option
+        return select(snapshot, ordered, self.selection, self.cur_q_length, blocked)
+
+    def instance(self, snapshot: Snapshot, selected: list[QueuedJob]) -> Instance:
+        return instance_of(snapshot, selected, clamp=self.clamp, ewt_of=self.ewt_of, weights=self._alloc.weights,
+                           postpone_rest=self.postpone_rest)
 
     @property
     def models_blocked_jobs(self) -> bool:
         """Whether the model holds jobs that cannot start now (its placement accounts for them)."""
         return self.selection == "fit-now" and self.blocked > 0
-
-    def instance(self, snapshot: Snapshot, selected: list[QueuedJob]) -> Instance:
-        now = snapshot.time
-
-        def clamp(x: int) -> int:
-            return max(1, x) if self.clamp else x
-
-        def cp_job(q: QueuedJob) -> CpJob:
-            return CpJob(q.job.id, q.job.units, q.job.req, clamp(q.predicted), now - q.job.submit,
-                         self.ewt_of(q.job), q.job.queue, q.job.one_per_node, q.weight)
-
-        jobs = tuple(cp_job(q) for q in selected)
-        chosen = {j.id for j in jobs}
-        postponed = tuple(cp_job(q) for q in snapshot.queued if q.job.id not in chosen) if self.postpone_rest else ()
-        running = tuple(
-            CpRunning(r.job.id, r.job.units, r.job.req, clamp(r.predicted_end - now), r.alloc, now - r.start)
-            for r in snapshot.running
-        )
-        horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs + postponed))
-        return Instance(now, snapshot.system, jobs, running, snapshot.free, horizon, self._alloc.weights, postponed)
 
     # -- decision -----------------------------------------------------------------------------
 

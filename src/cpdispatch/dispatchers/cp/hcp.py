@@ -19,9 +19,10 @@ from ortools.sat.python import cp_model
 
 from ..base import registered
 from .built import BuiltModel
-from .frontend import CpDispatcher, cp_options
+from .frontend import CpDispatcher
 from .instance import Instance, Plan
 from .objectives import objective
+from .option_sets import cp_options
 
 
 class HcpModel(BuiltModel):

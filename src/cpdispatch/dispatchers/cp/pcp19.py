@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from ..base import registered
 from .built import BuiltModel
-from .frontend import CpDispatcher, cp_options
+from .frontend import CpDispatcher
 from .instance import Instance
+from .option_sets import cp_options
 from .options import PerNode, options_of
 from .per_node import PerNodeModel
 

@@ -13,9 +13,11 @@ from ....job import Job
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...base import registered
 from ..built import BuiltModel
-from ..frontend import CpDispatcher, Ready, cp_options
+from ..frontend import CpDispatcher
 from ..instance import Instance
+from ..option_sets import cp_options
 from ..options import family, option, options_of
+from ..outcome import Ready
 from ..policies import SolveLimits
 from .model import Pcp20Model
 from .relaxed_start import relaxed_start
