@@ -134,7 +134,19 @@ class TimePolicy(ABC):
         return max(1, q_length // 2)
 
 
-class Fast(TimePolicy):
+class OneSolve(TimePolicy):
+    """One solve of the first limits: eurora14's phases under `time_policy=paper`."""
+
+    name = "one-solve"
+
+    def run(self, solver: Solver, built: BuiltModel, hint: Plan | None) -> Result:
+        status, plan = solver.solve_once(built, hint, *self.first_solve())
+        return plan, status == cp_model.OPTIMAL, plan is not None
+
+
+class Fast(OneSolve):
+    """One solve of the fast budget, with quick restarts."""
+
     name = "fast"
     families = (Limits, FastOptions)
 
@@ -146,18 +158,6 @@ class Fast(TimePolicy):
         det = self.limits.deterministic_time
         wall, dtime = (0.0, det) if det > 0 else (self.limits.initial_limit, self.fast.fast_budget)
         return SolveLimits(wall, dtime, True, self.fast.fast_conflicts)
-
-    def run(self, solver: Solver, built: BuiltModel, hint: Plan | None) -> Result:
-        status, plan = solver.solve_once(built, hint, *self.first_solve())
-        return plan, status == cp_model.OPTIMAL, plan is not None
-
-
-class OneSolve(TimePolicy):
-    name = "one-solve"
-
-    def run(self, solver: Solver, built: BuiltModel, hint: Plan | None) -> Result:
-        status, plan = solver.solve_once(built, hint, *self.first_solve())
-        return plan, status == cp_model.OPTIMAL, plan is not None
 
 
 class Repeated(TimePolicy):
