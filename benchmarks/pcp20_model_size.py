@@ -25,7 +25,9 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.options import declared
 from cpdispatch.dispatchers.cp.pcp20 import Pcp20Model
+from cpdispatch.dispatchers.cp.pcp20.options import Pcp20Options
 from cpdispatch.snapshot import Allocation
 from cpdispatch.system import NodeGroup, System, load_system
 
@@ -81,7 +83,7 @@ def synthetic(system: System, queued: int, running: int, seed: int, scenario: st
 
 def measure(inst: Instance, limit: float, presolve: bool) -> dict[str, object]:
     t0 = time.perf_counter()
-    bm = Pcp20Model(inst, "slowdown")
+    bm = Pcp20Model(inst, "slowdown", declared(Pcp20Options, max_units=0))
     t1 = time.perf_counter()
     plan = greedy_plan(inst)
     t2 = time.perf_counter()

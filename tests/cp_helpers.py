@@ -10,6 +10,9 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp.built import BuiltModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.options import declared
+from cpdispatch.dispatchers.cp.pcp20.model import Pcp20Model
+from cpdispatch.dispatchers.cp.pcp20.options import Pcp20Options
 from cpdispatch.snapshot import Decision, Snapshot
 from cpdispatch.system import System
 
@@ -22,6 +25,12 @@ def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -
     assert (free >= 0).all()
     horizon = max(1, sum(r.remaining for r in running) + sum(j.duration for j in jobs))
     return Instance(0, system, tuple(jobs), tuple(running), free, horizon)
+
+
+def pcp20_model(inst: Instance, kind: str = "slowdown", post: bool = True, **options: object) -> Pcp20Model:
+    """PCP'20's model of `inst` with `options` changed from the declared ones (no size guard unless
+    given)."""
+    return Pcp20Model(inst, kind, declared(Pcp20Options, **{"max_units": 0, **options}), post=post)
 
 
 def solve(bm: BuiltModel, workers: int = 2, **params: object) -> tuple[cp_model.CpSolver, int]:

@@ -18,12 +18,12 @@ from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System
 
 from .conftest import WORKLOADS, needs_traces
-from .cp_helpers import make_instance
+from .cp_helpers import make_instance, pcp20_model
 from .helpers import on
 from .test_pcp20 import check_plan, tiny_instances
 
 #: the paper's model: no reductions, all-different positions
-PAPER_MODEL = {"fluid": False, "drop_dominated": False, "all_different": True}
+PAPER_MODEL = {"reductions": False, "all_different": True}
 
 
 def reference_dive(bm: Pcp20Model) -> Dive:
@@ -109,7 +109,7 @@ def reference_dive(bm: Pcp20Model) -> Dive:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances())
 def test_the_same_first_solution_as_a_plain_depth_first_search(inst: Instance) -> None:
-    bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
+    bm = pcp20_model(inst, "slowdown", **PAPER_MODEL)
     dive = first_dive(bm.shapes, bm.running, bm.axes, inst.horizon)
     assert dive is not None
     ref = reference_dive(bm)
@@ -120,7 +120,7 @@ def test_the_same_first_solution_as_a_plain_depth_first_search(inst: Instance) -
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances())
 def test_a_valid_plan_that_cp_sat_takes_as_its_first_solution(inst: Instance) -> None:
-    bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
+    bm = pcp20_model(inst, "slowdown", **PAPER_MODEL)
     plan = bm.first_dive()
     assert plan is not None
     check_plan(inst, plan)
@@ -145,7 +145,7 @@ def test_min_domain_then_max_value_hand_checked() -> None:
     node 3. The 2-unit job of 4 cores: node 3 has 3 cores left, so its first unit takes node 2 (the
     highest node that hosts one), the second the top block of node 1."""
     inst = make_instance(MIXED, [CpJob("g", 1, (1, 1), 5, 0), CpJob("c", 2, (4, 0), 5, 0)], [])
-    bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
+    bm = pcp20_model(inst, "slowdown", **PAPER_MODEL)
     dive = first_dive(bm.shapes, bm.running, bm.axes, inst.horizon)
     assert dive is not None and dive.starts == {"g": 0, "c": 0}
     assert dive.positions["g"] == [[23, 1]]  # core axis: 8 + 8 + 4 + 4; node 3's top core; GPU 1 (node 3)
@@ -159,7 +159,7 @@ def test_a_start_fails_when_the_greedy_allocation_does_not_fit() -> None:
     1 takes one unit, the other must wait for node 0 (start 3)."""
     two = System.build("two", [NodeGroup("n", 2, {"core": 4})])
     inst = make_instance(two, [CpJob("j", 2, (3,), 4, 0)], [CpRunning("r", 1, (2,), 3, on(0))])
-    bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
+    bm = pcp20_model(inst, "slowdown", **PAPER_MODEL)
     dive = first_dive(bm.shapes, bm.running, bm.axes, inst.horizon)
     assert dive is not None and dive.starts == {"j": 3}
     assert reference_dive(bm).starts == {"j": 3}
@@ -177,7 +177,7 @@ def test_the_paper_profiles_search_for_pcp20_only() -> None:
 def test_spread_jobs_take_distinct_nodes() -> None:
     two = System.build("two", [NodeGroup("n", 2, {"core": 4})])
     inst = make_instance(two, [CpJob("j", 2, (1,), 4, 0, one_per_node=True)], [])
-    bm = Pcp20Model(inst, "slowdown", **PAPER_MODEL)
+    bm = pcp20_model(inst, "slowdown", **PAPER_MODEL)
     plan = bm.first_dive()
     assert plan is not None and sorted(plan.nodes["j"]) == [0, 1]
 

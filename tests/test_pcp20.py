@@ -19,7 +19,7 @@ from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, add_no_overlap_2d, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
-from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, solve
+from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, pcp20_model, solve
 from .helpers import on
 
 KINDS = ("slowdown", "tardiness", "makespan", "late_jobs")
@@ -165,7 +165,7 @@ def check_positions(bm: Pcp20Model, solver: cp_model.CpSolver) -> None:
 @pytest.mark.parametrize("name", sorted(INSTANCES))
 def test_optimum_equals_brute_force(name: str, kind: str, reductions: bool) -> None:
     inst = INSTANCES[name]()
-    bm = Pcp20Model(inst, kind, fluid=reductions, drop_dominated=reductions)
+    bm = pcp20_model(inst, kind, reductions=reductions)
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
     plan = bm.complete(bm.extract(solver))
@@ -179,7 +179,7 @@ def test_optimum_equals_brute_force_random(seed: int) -> None:
     inst = random_instance(seed)
     expected = brute_force(inst, "slowdown")
     for all_different, reductions, sparse in ((False, True, False), (True, True, False), (False, False, True)):
-        bm = Pcp20Model(inst, "slowdown", all_different=all_different, fluid=reductions, drop_dominated=reductions,
+        bm = pcp20_model(inst, "slowdown", all_different=all_different, reductions=reductions,
                         sparse_domains=sparse)
         solver, status = solve(bm)
         assert status == cp_model.OPTIMAL
@@ -213,7 +213,7 @@ def test_fluid_reformulation_is_exact(seed: int) -> None:
     inst = random_fluid_instance(seed)
     expected = brute_force(inst, "slowdown")
     for fluid in (True, False):
-        bm = Pcp20Model(inst, "slowdown", fluid=fluid)
+        bm = pcp20_model(inst, "slowdown", reductions=fluid)
         assert bool(bm.fluid_types) == fluid
         solver, status = solve(bm)
         assert status == cp_model.OPTIMAL
@@ -252,11 +252,11 @@ def test_memory_in_proportion_to_cores_is_folded_exactly(seed: int) -> None:
     optimum and the plans' validity (on cores and memory) are those of the full model."""
     inst = random_fold_instance(seed)
     expected = brute_force(inst, "slowdown")
-    folded = Pcp20Model(inst, "slowdown")
+    folded = pcp20_model(inst, "slowdown")
     assert len(folded.dropped_types) == 1  # folded, or dominated (then no fold is needed)
     assert all({f.r, f.c} == {0, 1} for f in folded.folds)
     check_plan(inst, folded.greedy_plan())  # on the folded (effective) amounts, valid on the real ones
-    for bm in (folded, Pcp20Model(inst, "slowdown", fluid=False, drop_dominated=False)):
+    for bm in (folded, pcp20_model(inst, "slowdown", reductions=False)):
         solver, status = solve(bm)
         assert status == cp_model.OPTIMAL
         check_plan(inst, bm.complete(bm.extract(solver)))
@@ -270,7 +270,7 @@ def test_fold_turns_memory_into_effective_cores() -> None:
     sys_ = System.build("h", [NodeGroup("n", 3, {"core": 2, "mem": 1024})])
     running = [CpRunning("big", 1, (1, 780), 50, on(0)), CpRunning("std", 1, (1, 400), 20, on(1))]
     inst = make_instance(sys_, [CpJob("q", 2, (1, 400), 10, 0)], running)
-    bm = Pcp20Model(inst, "slowdown")
+    bm = pcp20_model(inst, "slowdown")
     assert bm.folds and bm.fluid_types == {0}
     run = bm.running
     rows = sorted(zip(run.node.tolist(), run.remaining.tolist(), run.usage[:, 0].tolist()))
@@ -287,7 +287,7 @@ def test_fluid_model_has_one_variable_per_job() -> None:
                                NodeGroup("hybrid", 5, {"core": 8, "mem": 24576, "gpu": 2})])
     jobs = [CpJob(f"j{i}", 1 + 37 * i, (1, 0, 0), 100 + i, 0) for i in range(10)]
     running = [CpRunning("r", 20, (1, 0, 0), 30, on(*range(20)))]
-    bm = Pcp20Model(make_instance(curie, jobs, running), "slowdown")
+    bm = pcp20_model(make_instance(curie, jobs, running), "slowdown")
     assert bm.variables == len(jobs) and bm.fluid_types == {0}
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
@@ -296,16 +296,16 @@ def test_fluid_model_has_one_variable_per_job() -> None:
 
 def test_dominated_types() -> None:
     """Memory is left out when no unit can need more of it per core than any node offers."""
-    assert Pcp20Model(inst_mem()).dropped_types == {1}
-    assert Pcp20Model(inst_mem(), drop_dominated=False).dropped_types == frozenset()
-    assert Pcp20Model(inst_three_types()).dropped_types == frozenset()  # q needs 3 mem per core
+    assert pcp20_model(inst_mem()).dropped_types == {1}
+    assert pcp20_model(inst_mem(), reductions=False).dropped_types == frozenset()
+    assert pcp20_model(inst_three_types()).dropped_types == frozenset()  # q needs 3 mem per core
 
 
 def test_implied_cumulative_does_not_change_the_optimum() -> None:
     inst = inst_three_types()
     values = []
     for implied in (True, False):
-        solver, status = solve(Pcp20Model(inst, "slowdown", implied_cumulative=implied))
+        solver, status = solve(pcp20_model(inst, "slowdown", implied_cumulative=implied))
         assert status == cp_model.OPTIMAL
         values.append(round(solver.ObjectiveValue()))
     assert values[0] == values[1] == brute_force(inst, "slowdown")
@@ -323,13 +323,12 @@ def _sized(per_group: int, **options: bool) -> Pcp20Model:
     reqs = [(1, 0, 0, 0), (4, 1024, 0, 0), (2, 512, 1, 0), (8, 0, 0, 1), (1, 100, 0, 0)]
     jobs = [CpJob(f"j{i}", 1 + i % 5, reqs[i % len(reqs)], 100 + 10 * i, 0) for i in range(15)]
     running = [CpRunning(f"r{i}", 2, (2, 1024, i % 2, 0), 50 + i, on(i, i + 1)) for i in range(6)]
-    return Pcp20Model(make_instance(sys_, jobs, running), "slowdown", **options)
+    return pcp20_model(make_instance(sys_, jobs, running), "slowdown", **options)
 
 
 @pytest.mark.parametrize("reductions", [True, False])
 def test_model_size_does_not_depend_on_the_number_of_nodes(reductions: bool) -> None:
-    options = {"fluid": reductions, "drop_dominated": reductions}
-    small, big = _sized(32, **options), _sized(512, **options)  # 64 and 1,024 nodes
+    small, big = _sized(32, reductions=reductions), _sized(512, reductions=reductions)  # 64 and 1,024 nodes
     assert small.variables == big.variables
     assert small.constraints == big.constraints
     if reductions:
@@ -357,7 +356,7 @@ def test_one_box_per_node_run_of_a_running_job() -> None:
         CpRunning("c", 1, (1,), 7, on(5)),
     ]
     inst = make_instance(sys_, [CpJob("q", 2, (1,), 2, 0)], running)
-    bm = Pcp20Model(inst, "slowdown", fluid=False)
+    bm = pcp20_model(inst, "slowdown", reductions=False)
     assert bm.running_boxes == 3  # nodes 0-2 as one, c at the bottom of node 5, a+b above it
 
 
@@ -405,7 +404,7 @@ def tiny_instances(draw: st.DrawFn) -> Instance:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances())
 def test_extracted_plans_respect_node_capacities(inst: Instance) -> None:
-    bm = Pcp20Model(inst, "slowdown")
+    bm = pcp20_model(inst, "slowdown")
     solver, status = solve(bm, workers=1, max_time_in_seconds=5)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     check_plan(inst, bm.complete(bm.extract(solver)))
@@ -420,7 +419,7 @@ def test_two_types_folded_into_one_are_not_both_withheld() -> None:
                               NodeGroup("g1", 2, {"core": 1, "mem": 0, "gpu": 0})])
     running = [CpRunning(f"r{i}", 1, (1, 1, 0), 1, on(0)) for i in range(2)]
     inst = make_instance(sys_, [CpJob("j0", 1, (1, 3, 1), 1, 0)], running)
-    bm = Pcp20Model(inst, "slowdown")
+    bm = pcp20_model(inst, "slowdown")
     assert len(bm.folds) == 1
     solver, status = solve(bm, workers=1)
     assert status == cp_model.OPTIMAL
@@ -453,7 +452,7 @@ def solve_fixed_hint(bm: Pcp20Model, plan: Plan) -> cp_model.CpSolver:
 @pytest.mark.parametrize("kind", KINDS)
 def test_hand_plan_hint_is_feasible(kind: str) -> None:
     inst, plan = hand_plan()
-    bm = Pcp20Model(inst, kind)
+    bm = pcp20_model(inst, kind)
     solver = solve_fixed_hint(bm, plan)
     assert round(solver.ObjectiveValue()) == objectives.evaluate(kind, inst, plan.starts)
 
@@ -461,7 +460,7 @@ def test_hand_plan_hint_is_feasible(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_hint_covers_every_variable(kind: str) -> None:
     inst, plan = hand_plan()
-    bm = Pcp20Model(inst, kind)
+    bm = pcp20_model(inst, kind)
     bm.add_hint(plan)
     proto = bm.model.Proto()
     hinted = set(proto.solution_hint.vars)
@@ -471,7 +470,7 @@ def test_hint_covers_every_variable(kind: str) -> None:
 @pytest.mark.parametrize("name", sorted(INSTANCES))
 def test_greedy_hint_is_feasible(name: str) -> None:
     inst = INSTANCES[name]()
-    solve_fixed_hint(Pcp20Model(inst, "slowdown"), greedy_plan(inst))
+    solve_fixed_hint(pcp20_model(inst, "slowdown"), greedy_plan(inst))
 
 
 def serial_plan(inst: Instance) -> Plan:
@@ -494,7 +493,7 @@ def test_complete_hints_are_feasible(inst: Instance) -> None:
     """Whenever the sweep finds positions (always, for amounts of 1), the hint is feasible."""
     for plan in (serial_plan(inst), greedy_plan(inst)):
         check_plan(inst, plan)
-        bm = Pcp20Model(inst, "slowdown")
+        bm = pcp20_model(inst, "slowdown")
         bm.add_hint(plan)
         if all(a <= 1 for j in inst.jobs for a in j.req):
             assert bm.hint_complete
@@ -505,7 +504,7 @@ def test_complete_hints_are_feasible(inst: Instance) -> None:
 
 def test_fixed_search_finds_a_valid_plan() -> None:
     inst = inst_three_types()
-    bm = Pcp20Model(inst, "slowdown")
+    bm = pcp20_model(inst, "slowdown")
     bm.add_search()
     solver, status = solve(bm, workers=1, search_branching=cp_model.FIXED_SEARCH)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -518,25 +517,25 @@ def test_fixed_search_finds_a_valid_plan() -> None:
 
 def test_size_guard() -> None:
     inst = inst_three_types()  # 6 units with positions
-    Pcp20Model(inst, max_units=6)
+    pcp20_model(inst, max_units=6)
     with pytest.raises(ModelTooLarge):
-        Pcp20Model(inst, max_units=5)
-    Pcp20Model(inst_fluid(), max_units=1)  # fluid units have no positions
-    boxes = Pcp20Model(inst).running_boxes
+        pcp20_model(inst, max_units=5)
+    pcp20_model(inst_fluid(), max_units=1)  # fluid units have no positions
+    boxes = pcp20_model(inst).running_boxes
     assert boxes > 0
-    Pcp20Model(inst, max_running_boxes=boxes)
+    pcp20_model(inst, max_running_boxes=boxes)
     with pytest.raises(ModelTooLarge):
-        Pcp20Model(inst, max_running_boxes=boxes - 1)
+        pcp20_model(inst, max_running_boxes=boxes - 1)
 
 
 def test_solver_parameters() -> None:
-    assert Pcp20Model(inst_three_types()).solver_parameters == {
+    assert pcp20_model(inst_three_types()).solver_parameters == {
         "cp_model_presolve": False, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False,
         "transitive_precedences_work_limit": 0}
     fluid = {"linearization_level": 0, "cp_model_presolve": False, "transitive_precedences_work_limit": 0,
              "symmetry_level": 0}
-    assert Pcp20Model(inst_fluid()).solver_parameters == fluid
-    assert Pcp20Model(inst_fluid(), hint_replay=False).solver_parameters == {**fluid, "hint_conflict_limit": 0}
+    assert pcp20_model(inst_fluid()).solver_parameters == fluid
+    assert pcp20_model(inst_fluid(), hint_replay=False).solver_parameters == {**fluid, "hint_conflict_limit": 0}
 
 
 def test_fluid_greedy_plan_only_where_nodes_differ_in_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -554,12 +553,12 @@ def test_fluid_greedy_plan_only_where_nodes_differ_in_nothing_else(monkeypatch: 
     running = [CpRunning("r", 3, (1, 0), 5, on(0, 2, 3))]
     jobs = [CpJob(f"j{i}", 2 + i, (1, 0), 3 + i, i) for i in range(4)]
     mixed = System.build("h", [NodeGroup("gpu", 2, {"core": 4, "gpu": 2}), NodeGroup("cpu", 2, {"core": 4, "gpu": 0})])
-    bm = Pcp20Model(make_instance(mixed, jobs, running), "slowdown")
+    bm = pcp20_model(make_instance(mixed, jobs, running), "slowdown")
     assert bm.fluid_types == {0}
     check_plan(bm.instance, bm.greedy_plan())
     assert calls == [bm.instance]
     same = System.build("s", [NodeGroup("n", 4, {"core": 4, "gpu": 0})])
-    uniform = Pcp20Model(make_instance(same, jobs, running), "slowdown")
+    uniform = pcp20_model(make_instance(same, jobs, running), "slowdown")
     check_plan(uniform.instance, uniform.greedy_plan())
     assert calls == [bm.instance]  # the 1-D plan: the shared one was not called
 
@@ -570,7 +569,7 @@ def test_fluid_greedy_plan_is_valid_and_no_later(seed: int) -> None:
     capacities, starts the first job no later than the per-node greedy plan, and is a complete,
     feasible hint (`solve_fixed_hint` solves with every variable fixed to it)."""
     inst = random_fluid_instance(seed)
-    bm = Pcp20Model(inst, "slowdown")
+    bm = pcp20_model(inst, "slowdown")
     plan = bm.greedy_plan()
     check_plan(inst, plan)
     first = inst.jobs[0].id
@@ -582,7 +581,7 @@ def test_each_no_overlap_2d_with_running_boxes_has_one_zero_area_wall() -> None:
     """The box that keeps CP-SAT from re-presolving the fixed running boxes at every return to
     level 0 (`add_no_overlap_2d`): width 0 at time 1, at position -1 or just above the axis, and
     only where running boxes are."""
-    built = Pcp20Model(inst_three_types(), fluid=False, drop_dominated=False)
+    built = pcp20_model(inst_three_types(), reductions=False)
     proto = built.model.proto
     assert built.running_boxes > 0
     domains = []

@@ -17,7 +17,7 @@ from cpdispatch.dispatchers.cp.policies import SolveLimits
 from cpdispatch.snapshot import RunningJob
 from cpdispatch.system import NodeGroup, System
 
-from .cp_helpers import make_instance, solve
+from .cp_helpers import make_instance, pcp20_model, solve
 from .helpers import job, on, snapshot
 from .test_pcp20 import check_plan, tiny_instances
 
@@ -41,7 +41,7 @@ def test_valid_plan_below_the_exact_optimum_and_proven_only_at_it(inst: Instance
     assert found is not None
     check_plan(inst, found.plan)
     assert found.value == plan_objective("slowdown", inst, found.plan)
-    exact = optimum(Pcp20Model(inst, "slowdown"))
+    exact = optimum(pcp20_model(inst, "slowdown"))
     assert optimum(HcpModel(inst, "slowdown")) <= exact <= found.value
     if found.proven:
         assert found.value == exact

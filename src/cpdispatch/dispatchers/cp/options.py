@@ -57,6 +57,17 @@ def with_help(options: tuple[Option, ...], **help: str) -> tuple[Option, ...]:
     return tuple(replace(o, help=help.get(o.name, o.help)) for o in options)
 
 
+def declared(fam: type[T], **changes: Any) -> T:
+    """The family `fam` as a value of its declared defaults, with `changes` (a part built outside
+    a dispatcher: a model in a test or a benchmark)."""
+    make: Any = fam  # a family is a dataclass, which its decorator hides from the type checker
+    defaults = {f.name: f.metadata["default"] for f in fields(make)}
+    unknown = sorted(set(changes) - set(defaults))
+    if unknown:
+        raise TypeError(f"unknown {fam.__name__} options {unknown}")
+    return make(**{**defaults, **changes})
+
+
 def values(fam: type[T], source: object) -> T:
     """The family `fam` as a value, its fields read from `source` (a dispatcher)."""
     make: Any = fam  # a family is a dataclass, which its decorator hides from the type checker

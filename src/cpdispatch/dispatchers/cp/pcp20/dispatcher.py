@@ -4,54 +4,24 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from ....allocators import placement_cannot_matter
 from ....errors import CpdispatchError
-from ....job import Job
 from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
 from ...base import registered
 from ..built import BuiltModel
 from ..frontend import CpDispatcher
 from ..instance import Instance
 from ..option_sets import cp_options
-from ..options import family, option, options_of
+from ..options import options_of
+from ..options import values as family_value
 from ..outcome import Ready
 from ..policies import SolveLimits
 from .model import Pcp20Model
+from .options import Pcp20Options
 from .relaxed_start import relaxed_start
 from .second_stage import SecondStage
-
-
-@family
-class Pcp20Options:
-    """pcp20's own: the paper's tie-break, the model's variants and size guards, the second stage."""
-
-    # Sect. 3: all different positions per job, and the implied cumulative per type
-    all_different: bool = option(False, "the paper's all-different on unit positions instead of ordered units",
-                                 paper=True)
-    implied_cumulative: bool = option(True, "post the implied cumulative per resource type", paper=True)
-    sparse_domains: bool = option(False, "exact no-straddling domains on positions (redundant; slower presolve)",
-                                  paper=False)
-    # the paper's model: no dropped, folded or fluid types, and no size guard
-    reductions: bool = option(True, "exact reductions: drop types that cannot bind; a cumulative instead of a "
-                                    "NoOverlap2D on 1-unit types (false: the paper's model)", paper=False)
-    max_units: int = option(128, "most units with positions in a model, else the greedy plan (0: no limit)",
-                            paper=0)
-    max_running_boxes: int = option(0, "most fixed running boxes in a model, else the greedy plan (0: no limit)",
-                                    paper=0)
-    hint_replay: bool = option(True, "on models of fluid types only, CP-SAT follows the hint before its search "
-                                     "(its default; with boxes it never does). false: faster on congested "
-                                     "HPC2N, slightly longer waits of its short jobs (docs/pcp20-notes.md)")
-    # the second stage is ours, and so is the relaxation's starting plan
-    stage2: int = option(4, "second stage: re-place the jobs starting now, in a model with this many of the "
-                            "queued jobs that do not start, when that lets one start earlier (0: off)", paper=0)
-    stage2_budget: float = option(0.005, "second stage: CP-SAT deterministic-time budget per solve (two at most)")
-    relaxed_start: float = option(0.005, "when the model places units or is over its size guard: first solve "
-                                         "HCP's relaxation (one cumulative per type on the totals) for this "
-                                         "deterministic time, shift its plan onto the nodes and start from it if "
-                                         "better than the greedy plan (0: off)", paper=0.0)
 
 
 @registered()
@@ -78,7 +48,10 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         if self.stage2 < 0 or self.stage2_budget <= 0 or self.relaxed_start < 0:
             raise CpdispatchError(f"dispatcher {self.name}: stage2 and relaxed_start must be >= 0 and "
                                   "stage2_budget > 0")
-        self._stage2 = SecondStage(self, self.stage2, self.stage2_budget, self.fast_conflicts, self.reductions)
+        self.model_options = family_value(Pcp20Options, self)
+        self._stage2 = SecondStage(
+            self.stage2, SolveLimits(self.initial_limit, self.stage2_budget, True, self.fast_conflicts),
+            self.reductions, self.objective_kind, instance=self.instance, build=self.build, solve=self.solve_once)
 
     def refine(
         self, snapshot: Snapshot, ordered: list[QueuedJob], starts: tuple[Start, ...]
@@ -91,16 +64,11 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         """Whether the second stage would move `starts` (decided by any dispatcher) so that one of
         the queued jobs starts earlier; nothing is enacted (the simulator's room probe)."""
         t0 = time.perf_counter()
-        if self.placement_never_matters([q.job for q in snapshot.queued]):
+        # said without ordering the queue: under the reductions, each type of such jobs stays fluid
+        if self.reductions and placement_cannot_matter([q.job for q in snapshot.queued]):
             return PlacementReport("fluid", (time.perf_counter() - t0) * 1e3, None, 0)
         self._alloc.observe(snapshot)
         return self._stage2(snapshot, self.order(snapshot), starts)[1]
-
-    def placement_never_matters(self, jobs: Sequence[Job]) -> bool:
-        """Whether the second stage answers "fluid" for any starts among `jobs` and any queue of
-        them (said without ordering a queue): under the default reductions, each type stays fluid
-        in any subset of such jobs, and no fold or dominance can make a request ask more."""
-        return self.reductions and placement_cannot_matter(jobs)
 
     def ready(self, inst: Instance) -> Ready:
         """The greedy plan, or the shifted relaxation's plan when the model places units (or is
@@ -126,10 +94,4 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         return built
 
     def prepare(self, instance: Instance) -> BuiltModel:
-        return Pcp20Model(
-            instance, self.objective_kind,
-            all_different=self.all_different, implied_cumulative=self.implied_cumulative,
-            sparse_domains=self.sparse_domains, fluid=self.reductions, drop_dominated=self.reductions,
-            max_units=self.max_units, max_running_boxes=self.max_running_boxes, hint_replay=self.hint_replay,
-            post=False,
-        )
+        return Pcp20Model(instance, self.objective_kind, self.model_options, post=False)

@@ -37,12 +37,14 @@ from ortools.sat.python import cp_model
 from .. import objectives
 from ..built import BuiltModel, ModelTooLarge
 from ..instance import CpJob, Instance, Plan
-from .axes import UnitGeometry, axes_of, spread
+from ..options import declared
+from .axes import UnitGeometry, axes_of
 from .dive import first_dive
 from .fluid import fluid_nodes, total_plan
 from .hints import hint_plan
 from .job_vars import JobShape, JobVars, break_job_symmetry, post_job
-from .reductions import Fold, Reductions, reductions_of
+from .options import Pcp20Options
+from .reductions import Fold, Reductions, reductions_for
 from .resources import Resources
 from .running import running_usage, type_load
 
@@ -52,41 +54,31 @@ class _Values(Protocol):
 
 
 class Pcp20Model(BuiltModel):
-    """The PCP'20 model of `instance` (module docstring). `fluid` and `drop_dominated` say which
-    exact reductions to compute (`reductions.reductions_of`: `drop_dominated` also folds);
-    everything after reads the `reductions` value. The data come first and the variables at
-    `post` (at once unless `post=False`: the front end first asks for the greedy plan, which
-    needs only the data, and often starts every job now)."""
+    """The PCP'20 model of `instance` (module docstring), as `options` say (default: as declared).
+    Our exact reductions are one step, computed from the data (`reductions.reductions_for`,
+    unless given: `reductions`) before the paper's model, which reads only the value. The data
+    come first and the variables at `post` (at once unless `post=False`: the front end first asks
+    for the greedy plan, which needs only the data, and often starts every job now)."""
 
     def __init__(
         self,
         instance: Instance,
         objective_kind: str = "slowdown",
+        options: Pcp20Options | None = None,
         *,
-        all_different: bool = False,
-        implied_cumulative: bool = True,
-        fluid: bool = True,
-        drop_dominated: bool = True,
-        sparse_domains: bool = False,
-        max_units: int = 0,
-        max_running_boxes: int = 0,
-        hint_replay: bool = True,
+        reductions: Reductions | None = None,
         post: bool = True,
     ) -> None:
         super().__init__(instance, objective_kind)
+        self.options = opts = options if options is not None else declared(Pcp20Options)
         self.axes = axes_of(instance.system)
-        self.all_different = all_different
-        self.implied_cumulative = implied_cumulative
-        self.sparse_domains = sparse_domains
-        self.hint_replay = hint_replay
         self.hint_complete = False
-        # the data, before any variable: reductions, running usage, unit geometries, load per type
-        self.reductions = red = reductions_of(
-            self.axes, [j.req for j in instance.jobs], [r.req for r in instance.running if r.alloc.nodes],
-            [j.req for j in instance.jobs if spread(j)], drop=drop_dominated, fluid=fluid,
-        )
-        if max_units > 0:
-            _check_size(instance.jobs, red, max_units)
+        # ours: which types need constraints of their own (none left out in the paper's model)
+        self.reductions = red = reductions if reductions is not None else reductions_for(
+            self.axes, instance.jobs, [r.req for r in instance.running if r.alloc.nodes], opts.reductions)
+        # the paper's data: running usage, unit geometries, load per type
+        if opts.max_units > 0:
+            _check_size(instance.jobs, red, opts.max_units)
         self.running = running_usage(instance, self.axes, red.folds)
         self.shapes = [JobShape(job, geo, bool(geo.types) and geo.types[0] in red.fluid)
                        for job, geo in zip(instance.jobs, map(self._geometry, instance.jobs))]
@@ -94,8 +86,8 @@ class Pcp20Model(BuiltModel):
                                    t in red.fluid)
                       for t in sorted({t for sh in self.shapes for t in sh.geo.types})}
         self.running_boxes = sum(len(load.boxes) for load in self.loads.values())
-        if 0 < max_running_boxes < self.running_boxes:
-            raise ModelTooLarge(f"{self.running_boxes} running boxes (max_running_boxes={max_running_boxes})")
+        if 0 < opts.max_running_boxes < self.running_boxes:
+            raise ModelTooLarge(f"{self.running_boxes} running boxes (max_running_boxes={opts.max_running_boxes})")
         self.jobs: list[JobVars] = []
         self._posted = False
         if post:
@@ -108,13 +100,13 @@ class Pcp20Model(BuiltModel):
             return
         self._posted = True
         m, inst = self.model, self.instance
-        self.jobs = [post_job(m, sh.job, sh.geo, inst.horizon, sh.fluid, all_different=self.all_different,
-                              sparse_domains=self.sparse_domains) for sh in self.shapes]
+        self.jobs = [post_job(m, sh.job, sh.geo, inst.horizon, sh.fluid, all_different=self.options.all_different,
+                              sparse_domains=self.options.sparse_domains) for sh in self.shapes]
         self.start_vars.update((jv.job.id, jv.start) for jv in self.jobs)
         break_job_symmetry(m, self.jobs, self.objective_kind)
         resources = Resources(m)
         for t, load in self.loads.items():
-            resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, self.implied_cumulative)
+            resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, self.options.implied_cumulative)
         self.walls = resources.walls  # see `resources.add_no_overlap_2d`
         self.running_intervals = len(resources.running_x)  # fixed [0, remaining): one constraint each
         self.objective = objectives.objective(self.objective_kind)
@@ -223,7 +215,7 @@ class Pcp20Model(BuiltModel):
         there shortened some waits. Measurements: docs/pcp20-notes.md."""
         common = {"transitive_precedences_work_limit": 0, "cp_model_presolve": False}
         if not any(jv.positions for jv in self.jobs):
-            replay = {} if self.hint_replay else {"hint_conflict_limit": 0}
+            replay = {} if self.options.hint_replay else {"hint_conflict_limit": 0}
             return {**common, "linearization_level": 0, "symmetry_level": 0, **replay}
         return {**common, "hint_conflict_limit": 0, "use_linear3_for_no_overlap_2d_precedences": False}
 

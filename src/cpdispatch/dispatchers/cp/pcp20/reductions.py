@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....allocators import one_unit_of_one_type
-from .axes import Axes
+from ....job import Job
+from ..instance import CpJob
+from .axes import Axes, spread
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,15 @@ class Reductions:
         the units go cannot change when anything fits (the cumulative is exact on fluid types)."""
         return all(not any(q) or (one_unit_of_one_type(q) and q.index(1) in self.fluid)
                    for q in map(self.request, reqs))
+
+
+def reductions_for(
+    axes: Axes, jobs: Sequence[CpJob | Job], running: Sequence[tuple[int, ...]], on: bool = True
+) -> Reductions:
+    """The reductions of a model of queued `jobs` beside running units asking `running` (their
+    per-unit requests, of the running jobs placed on nodes): all of them, or none (`on` false:
+    the paper's model)."""
+    return reductions_of(axes, [j.req for j in jobs], running, [j.req for j in jobs if spread(j)], drop=on, fluid=on)
 
 
 def reductions_of(

@@ -31,7 +31,8 @@ independent of the number of nodes. A `PlacementReport` says what happened, for 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -39,14 +40,14 @@ from ortools.sat.python import cp_model
 from ....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
 from ....system import units_fitting
 from .. import objectives
-from ..built import ModelTooLarge
+from ..built import BuiltModel, ModelTooLarge
 from ..fitting import take
-from ..frontend import CpDispatcher
 from ..greedy import greedy_plan, plan_objective
 from ..instance import CpJob, CpRunning, Instance, Plan
-from .axes import axes_of, spread
+from ..policies import SolveLimits
+from .axes import axes_of
 from .model import Pcp20Model
-from .reductions import reductions_of
+from .reductions import reductions_for
 
 #: statuses, from cheapest to dearest: nothing queued beyond the starts / placement cannot matter /
 #: the starts delay no queued job / the model is over the size guard / no better objective /
@@ -56,16 +57,23 @@ STATUSES = ("none", "fluid", "no-room", "too-large", "kept", "order", "moved")
 
 
 class SecondStage:
-    """The second stage of `dispatcher` (its instance builder, model and solver settings) over its
-    first `queued` queued jobs that do not start now, within `budget` deterministic seconds and
-    `conflicts` conflicts per solve; `reductions`: the model's exact reductions are on."""
+    """The second stage over the first `queued` queued jobs that do not start now, each solve
+    within `limits`, with the model's exact `reductions` on or off. Its collaborators are the
+    first stage's: how it makes an instance of chosen jobs (`instance`), builds a PCP'20 model
+    (`build`), solves it once from a hint (`solve`), and its objective."""
 
-    def __init__(self, dispatcher: CpDispatcher, queued: int, budget: float, conflicts: int, reductions: bool) -> None:
-        self.d = dispatcher
+    def __init__(
+        self, queued: int, limits: SolveLimits, reductions: bool, objective_kind: str, *,
+        instance: Callable[[Snapshot, list[QueuedJob]], Instance], build: Callable[[Instance], BuiltModel],
+        solve: Callable[..., tuple[Any, Plan | None]],
+    ) -> None:
         self.queued = queued
-        self.budget = budget
-        self.conflicts = conflicts
+        self.limits = limits
         self.reductions = reductions
+        self.objective_kind = objective_kind
+        self.instance = instance
+        self.build = build
+        self.solve = solve
 
     def __call__(
         self, snapshot: Snapshot, ordered: Sequence[QueuedJob], starts: tuple[Start, ...]
@@ -78,31 +86,29 @@ class SecondStage:
     def _run(
         self, snapshot: Snapshot, ordered: Sequence[QueuedJob], starts: tuple[Start, ...]
     ) -> tuple[tuple[Start, ...], str, int | None, int]:
-        d = self.d
         now = {s.job_id for s in starts}
         rest = [q for q in ordered if q.job.id not in now][: self.queued]
         if not starts or not rest:
             return starts, "none", None, 0
         by_id = {q.job.id: q for q in ordered}
         s0 = [by_id[s.job_id] for s in starts]
-        reqs = [q.job.req for q in s0 + rest]
-        red = reductions_of(axes_of(snapshot.system), reqs, [r.job.req for r in snapshot.running if r.alloc.nodes],
-                            [q.job.req for q in s0 + rest if spread(q.job)],
-                            drop=self.reductions, fluid=self.reductions)
-        if red.placement_free(reqs):
+        jobs = [q.job for q in s0 + rest]
+        red = reductions_for(axes_of(snapshot.system), jobs, [r.job.req for r in snapshot.running if r.alloc.nodes],
+                             self.reductions)
+        if red.placement_free([j.req for j in jobs]):
             return starts, "fluid", None, 0
-        inst = d.instance(snapshot, s0 + rest)
-        jobs = inst.jobs[len(s0):]
+        inst = self.instance(snapshot, s0 + rest)
+        queued = inst.jobs[len(s0):]
         placed = {s.job_id: s.nodes for s in starts}
         cap = inst.system.capacity
-        usable = np.logical_or.reduce([units_fitting(cap, job.req) > 0 for job in jobs])
+        usable = np.logical_or.reduce([units_fitting(cap, job.req) > 0 for job in queued])
         movable = {job.id: placed[job.id] for job in inst.jobs[:len(s0)]
                    if usable[list(placed[job.id])].any() and _elsewhere(snapshot.free, job.req, placed[job.id])}
         if not movable:
             return starts, "no-room", None, 0
-        without = Instance(inst.time, inst.system, jobs, inst.running, inst.free, inst.horizon, inst.weights)
+        without = Instance(inst.time, inst.system, queued, inst.running, inst.free, inst.horizon, inst.weights)
         try:
-            current = greedy_plan(_with_started(inst, jobs, placed))
+            current = greedy_plan(_with_started(inst, queued, placed))
             if current.starts == greedy_plan(without).starts:
                 return starts, "no-room", None, 0
         except ValueError:  # a queued job fits at no time (an inconsistent snapshot): leave it
@@ -119,7 +125,7 @@ class SecondStage:
         """The solves (module docstring, steps 2-4) over `sub`: the jobs of `movable` at start 0,
         where they are in `hint`, and the queued jobs, as the hint plans them."""
         try:
-            model = self.d.build(sub)
+            model = self.build(sub)
         except ModelTooLarge:
             return starts, "too-large", None, 0
         assert isinstance(model, Pcp20Model)
@@ -127,7 +133,7 @@ class SecondStage:
             if jv.job.id in movable:
                 model.model.add(jv.start == 0)
         stay = _stay_literals(model, movable)
-        kind = self.d.objective_kind
+        kind = self.objective_kind
         free = self._solve(model, hint)
         if free is None or plan_objective(kind, sub, free) >= plan_objective(kind, sub, hint):
             return starts, "kept", model.variables, 0
@@ -149,8 +155,7 @@ class SecondStage:
         return moved, "moved", model.variables, gained
 
     def _solve(self, model: Pcp20Model, hint: Plan) -> Plan | None:
-        _, plan = self.d.solve_once(model, hint, self.d.initial_limit, self.budget, quick=True,
-                                    conflicts=self.conflicts)
+        _, plan = self.solve(model, hint, *self.limits)
         return plan
 
 
