@@ -51,7 +51,7 @@ def _install_venv_package() -> None:
 WARM_UP = """
 import numpy as np
 import cpdispatch as cpd
-from cpdispatch.dispatchers.cp.pcp20.fluid_kernel import first_fits
+from cpdispatch.dispatchers.cp.models.pcp20.fluid_kernel import first_fits
 system = cpd.System.preset("kth-sp2")
 n = system.max_units((1,))
 jobs = [cpd.Job("a", 0, n, (1,), 100, 100), cpd.Job("b", 1, n, (1,), 10, 10), cpd.Job("c", 2, 1, (1,), 10, 10)]

@@ -102,7 +102,7 @@ def workload_of(cell: Cell) -> tuple[Any, Any]:
 def run_cell(cell: Cell) -> dict[str, Any]:
     """One simulation; the per-job figures reduced to what the table needs."""
     from cpdispatch.dispatchers import make_dispatcher
-    from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
+    from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher
     from cpdispatch.metrics import BOUND_S, summarize
     from cpdispatch.predictors import make_predictor
     from cpdispatch.simulator import SimOptions, simulate

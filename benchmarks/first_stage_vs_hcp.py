@@ -30,9 +30,9 @@ from bench_hetero import Cell, workload_of  # noqa: E402
 from cpdispatch.dispatchers.base import Dispatcher  # noqa: E402
 from cpdispatch.dispatchers.cp.fitting import eligible  # noqa: E402
 from cpdispatch.dispatchers.cp.greedy import left_shifted  # noqa: E402
-from cpdispatch.dispatchers.cp.hcp import Hcp3  # noqa: E402
+from cpdispatch.dispatchers.cp.models.hcp import Hcp3  # noqa: E402
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher  # noqa: E402
 from cpdispatch.dispatchers.cp.outcome import Outcome, Ready  # noqa: E402
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher  # noqa: E402
 from cpdispatch.predictors import make_predictor  # noqa: E402
 from cpdispatch.simulator import SimOptions, simulate  # noqa: E402
 from cpdispatch.snapshot import Decision, Snapshot  # noqa: E402

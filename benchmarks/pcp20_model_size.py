@@ -25,9 +25,9 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Model
+from cpdispatch.dispatchers.cp.models.pcp20.options import Pcp20Options
 from cpdispatch.dispatchers.cp.options import declared
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Model
-from cpdispatch.dispatchers.cp.pcp20.options import Pcp20Options
 from cpdispatch.snapshot import Allocation
 from cpdispatch.system import NodeGroup, System, load_system
 

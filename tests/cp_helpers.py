@@ -10,9 +10,9 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.cp.built import BuiltModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.models.pcp20.model import Pcp20Model
+from cpdispatch.dispatchers.cp.models.pcp20.options import Pcp20Options
 from cpdispatch.dispatchers.cp.options import declared
-from cpdispatch.dispatchers.cp.pcp20.model import Pcp20Model
-from cpdispatch.dispatchers.cp.pcp20.options import Pcp20Options
 from cpdispatch.snapshot import Decision, Snapshot
 from cpdispatch.system import System
 

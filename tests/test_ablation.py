@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
-from cpdispatch.dispatchers.cp.hcp import HcpModel
+from cpdispatch.dispatchers.cp.models.hcp import HcpModel
 from cpdispatch.snapshot import Snapshot
 from cpdispatch.system import NodeGroup, System
 

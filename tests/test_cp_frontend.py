@@ -16,8 +16,8 @@ from cpdispatch.dispatchers.cp.built import BuiltModel, ModelTooLarge
 from cpdispatch.dispatchers.cp.fitting import eligible, extract_starts, fast_path
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
-from cpdispatch.dispatchers.cp.hcp import Hcp, Hcp3, HcpModel
 from cpdispatch.dispatchers.cp.instance import Instance, Plan
+from cpdispatch.dispatchers.cp.models.hcp import Hcp, Hcp3, HcpModel
 from cpdispatch.dispatchers.cp.option_sets import cp_options
 from cpdispatch.dispatchers.cp.status import Status, with_suffixes
 from cpdispatch.errors import CpdispatchError

@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers.base import Option, make_dispatcher, registry
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
-from cpdispatch.dispatchers.cp.hcp import Hcp3
+from cpdispatch.dispatchers.cp.models.hcp import Hcp3
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.snapshot import Decision, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System

@@ -11,9 +11,9 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.greedy import plan_objective
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Model
-from cpdispatch.dispatchers.cp.pcp20.axes import spread
-from cpdispatch.dispatchers.cp.pcp20.dive import Dive, first_dive
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Model
+from cpdispatch.dispatchers.cp.models.pcp20.axes import spread
+from cpdispatch.dispatchers.cp.models.pcp20.dive import Dive, first_dive
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System
 

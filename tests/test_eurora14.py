@@ -8,8 +8,8 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers import all_names, make_dispatcher
 from cpdispatch.dispatchers.cp import objectives
-from cpdispatch.dispatchers.cp.eurora14 import OBJECTIVES, Eurora14, composite_bounds, tolerance_bound
 from cpdispatch.dispatchers.cp.instance import Plan
+from cpdispatch.dispatchers.cp.models.eurora14 import OBJECTIVES, Eurora14, composite_bounds, tolerance_bound
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpdispatch.dispatchers.cp.pcp20.fluid_kernel import first_fits
+from cpdispatch.dispatchers.cp.models.pcp20.fluid_kernel import first_fits
 
 
 def reference(times: list[int], free: list[int], needs: list[int], durations: list[int]) -> list[int]:

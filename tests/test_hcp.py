@@ -17,8 +17,8 @@ from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.base import dispatcher_class
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
-from cpdispatch.dispatchers.cp.hcp import Hcp, Hcp1, Hcp2, Hcp3, HcpModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
+from cpdispatch.dispatchers.cp.models.hcp import Hcp, Hcp1, Hcp2, Hcp3, HcpModel
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import simulate

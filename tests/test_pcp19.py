@@ -14,7 +14,7 @@ from cpdispatch.dispatchers.base import dispatcher_class
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
-from cpdispatch.dispatchers.cp.per_node import PerNodeModel, restricted_greedy
+from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel, restricted_greedy
 from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting

@@ -15,7 +15,7 @@ from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
-from cpdispatch.dispatchers.cp.per_node import PerNodeModel, restricted_greedy
+from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel, restricted_greedy
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System, units_fitting
 from cpdispatch.validate import schedule_errors

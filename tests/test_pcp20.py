@@ -16,7 +16,7 @@ from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
-from cpdispatch.dispatchers.cp.pcp20 import ModelTooLarge, Pcp20Model, add_no_overlap_2d, axes_of
+from cpdispatch.dispatchers.cp.models.pcp20 import ModelTooLarge, Pcp20Model, add_no_overlap_2d, axes_of
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import allocations, feasible_allocation, load_ok, make_instance, pcp20_model, solve

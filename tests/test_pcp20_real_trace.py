@@ -9,7 +9,7 @@ import itertools
 from pathlib import Path
 
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher
 from cpdispatch.instance_log import InstanceRecorder, load_instances
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import SimOptions, simulate

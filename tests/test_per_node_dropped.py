@@ -14,8 +14,8 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers.base import make_dispatcher
 from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
-from cpdispatch.dispatchers.cp.pcp19 import PerNodeDispatcher
-from cpdispatch.dispatchers.cp.per_node import PerNodeModel
+from cpdispatch.dispatchers.cp.models.pcp19 import PerNodeDispatcher
+from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel
 from cpdispatch.snapshot import RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 

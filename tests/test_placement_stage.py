@@ -1,4 +1,4 @@
-"""pcp20's second stage (dispatchers/cp/pcp20/second_stage.py) and the simulator's room probe: golden cases
+"""pcp20's second stage (dispatchers/cp/models/pcp20/second_stage.py) and the simulator's room probe: golden cases
 checked by hand, and the probe's counts on a generated run."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 import cpdispatch as cpd
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher
 from cpdispatch.snapshot import RunningJob, Start
 from cpdispatch.validate import schedule_errors
 

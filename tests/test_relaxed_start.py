@@ -9,10 +9,10 @@ from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
-from cpdispatch.dispatchers.cp.hcp import HcpModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
-from cpdispatch.dispatchers.cp.pcp20 import Pcp20Dispatcher, Pcp20Model
-from cpdispatch.dispatchers.cp.pcp20.relaxed_start import relaxed_start
+from cpdispatch.dispatchers.cp.models.hcp import HcpModel
+from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher, Pcp20Model
+from cpdispatch.dispatchers.cp.models.pcp20.relaxed_start import relaxed_start
 from cpdispatch.dispatchers.cp.policies import SolveLimits
 from cpdispatch.snapshot import RunningJob
 from cpdispatch.system import NodeGroup, System

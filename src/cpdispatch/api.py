@@ -205,7 +205,7 @@ def _room_answerer() -> RoomAnswerer:
     """What the room probe asks about the starts of a dispatcher without a placement stage of its
     own: pcp20's second stage in probe mode. Made on the probe's first question, so CP-SAT is
     imported only by a run that needs it."""
-    from .dispatchers.cp.pcp20 import Pcp20Dispatcher
+    from .dispatchers.cp.models.pcp20 import Pcp20Dispatcher
 
     return Pcp20Dispatcher()
 

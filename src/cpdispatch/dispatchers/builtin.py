@@ -16,10 +16,10 @@ HOMES: dict[str, str] = {
     "easy": "baselines.easy", "easy-sjf": "baselines.easy", "conservative": "baselines.conservative",
     "slurm-backfill": "baselines.slurm_backfill",
     "pbs": "baselines.pbs",
-    "hcp": "cp.hcp", "hcp1": "cp.hcp", "hcp2": "cp.hcp", "hcp3": "cp.hcp", "hcp19": "cp.hcp",
-    "pcp20": "cp.pcp20.dispatcher",
-    "pcp": "cp.pcp19", "pcp1": "cp.pcp19", "pcp2": "cp.pcp19", "pcp3": "cp.pcp19", "pcp19": "cp.pcp19",
-    "eurora14": "cp.eurora14",
+    **dict.fromkeys(("hcp", "hcp1", "hcp2", "hcp3", "hcp19"), "cp.models.hcp.dispatcher"),
+    "pcp20": "cp.models.pcp20.dispatcher",
+    **dict.fromkeys(("pcp", "pcp1", "pcp2", "pcp3", "pcp19"), "cp.models.pcp19.dispatcher"),
+    "eurora14": "cp.models.eurora14.dispatcher",
 }
 _PACKAGE = __name__.rpartition(".")[0]
 _loaded = False

@@ -14,13 +14,13 @@ Dispatchers (only these differ, reference notes 2.1):
 
 from __future__ import annotations
 
-from ..base import registered
-from .built import BuiltModel
-from .frontend import CpDispatcher
-from .instance import Instance
-from .option_sets import cp_options
-from .options import PerNode, options_of
-from .per_node import PerNodeModel
+from ....base import registered
+from ...built import BuiltModel
+from ...frontend import CpDispatcher
+from ...instance import Instance
+from ...option_sets import cp_options
+from ...options import PerNode, options_of
+from .model import PerNodeModel
 
 # -- dispatchers ---------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ....allocators import waste as allocation_waste
-from ..instance import Instance, Plan
+from .....allocators import waste as allocation_waste
+from ...instance import Instance, Plan
 from .axes import Axes
 from .job_vars import JobShape
 from .running import RunningUsage

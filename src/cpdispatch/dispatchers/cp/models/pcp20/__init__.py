@@ -10,7 +10,7 @@ starting now go) and `dispatcher` (registered as ``pcp20`` when this package is 
 Measurement history: docs/pcp20-notes.md.
 """
 
-from ..built import ModelTooLarge
+from ...built import ModelTooLarge
 from .axes import Axes, axes_of, spread
 from .dispatcher import Pcp20Dispatcher
 from .model import Pcp20Model

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ....job import Job
-from ....system import System
-from ..instance import CpJob
+from .....job import Job
+from .....system import System
+from ...instance import CpJob
 
 #: With ``sparse_domains``, above this many intervals a position domain stays one interval per
 #: piece (the node link keeps the model exact): keeps the proto small on systems of thousands of nodes.

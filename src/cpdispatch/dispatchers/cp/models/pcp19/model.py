@@ -57,11 +57,11 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...system import units_fitting
-from . import objectives
-from .built import BuiltModel
-from .greedy import NoStart, greedy_plan
-from .instance import CpJob, Instance, Plan
+from .....system import units_fitting
+from ... import objectives
+from ...built import BuiltModel
+from ...greedy import NoStart, greedy_plan
+from ...instance import CpJob, Instance, Plan
 
 #: `PerNodeModel` layouts (module doc): unit counts per node, or the paper's unit intervals.
 LAYOUTS = ("counts", "units")

@@ -63,16 +63,16 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from ..base import Paper, registered
-from . import objectives
-from .built import BuiltModel
-from .frontend import CpDispatcher
-from .instance import Instance, Plan
-from .option_sets import cp_options
-from .options import PerNode, family, option, options_of, with_help
-from .outcome import Outcome, Ready
-from .per_node import PerNodeModel
-from .status import Status
+from ....base import Paper, registered
+from ... import objectives
+from ...built import BuiltModel
+from ...frontend import CpDispatcher
+from ...instance import Instance, Plan
+from ...option_sets import cp_options
+from ...options import PerNode, family, option, options_of, with_help
+from ...outcome import Outcome, Ready
+from ...status import Status
+from ..pcp19.model import PerNodeModel
 
 #: objective option -> (primary, constrained...) objective kinds
 OBJECTIVES: dict[str, tuple[str, ...]] = {

@@ -6,18 +6,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ....allocators import placement_cannot_matter
-from ....errors import CpdispatchError
-from ....snapshot import PlacementReport, QueuedJob, Snapshot, Start
-from ...base import registered
-from ..built import BuiltModel
-from ..frontend import CpDispatcher
-from ..instance import Instance
-from ..option_sets import cp_options
-from ..options import options_of
-from ..options import values as family_value
-from ..outcome import Ready
-from ..policies import SolveLimits
+from .....allocators import placement_cannot_matter
+from .....errors import CpdispatchError
+from .....snapshot import PlacementReport, QueuedJob, Snapshot, Start
+from ....base import registered
+from ...built import BuiltModel
+from ...frontend import CpDispatcher
+from ...instance import Instance
+from ...option_sets import cp_options
+from ...options import options_of
+from ...options import values as family_value
+from ...outcome import Ready
+from ...policies import SolveLimits
 from .model import Pcp20Model
 from .options import Pcp20Options
 from .relaxed_start import relaxed_start

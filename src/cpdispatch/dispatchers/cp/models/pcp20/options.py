@@ -4,7 +4,7 @@ and size guards (read by `model.Pcp20Model`), the second stage and the relaxatio
 
 from __future__ import annotations
 
-from ..options import family, option
+from ...options import family, option
 
 
 @family

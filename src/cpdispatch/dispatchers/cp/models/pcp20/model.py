@@ -34,10 +34,10 @@ from typing import Any, Protocol
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import objectives
-from ..built import BuiltModel, ModelTooLarge
-from ..instance import CpJob, Instance, Plan
-from ..options import declared
+from ... import objectives
+from ...built import BuiltModel, ModelTooLarge
+from ...instance import CpJob, Instance, Plan
+from ...options import declared
 from .axes import UnitGeometry, axes_of
 from .dive import first_dive
 from .fluid import fluid_nodes, total_plan

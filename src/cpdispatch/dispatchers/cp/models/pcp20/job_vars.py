@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ..instance import CpJob
+from ...instance import CpJob
 from .axes import UnitGeometry, spread
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..instance import Plan
+from ...instance import Plan
 from .axes import Axes
 from .job_vars import JobVars
 from .running import RunningUsage

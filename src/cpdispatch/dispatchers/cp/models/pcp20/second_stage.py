@@ -37,14 +37,14 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
-from ....system import units_fitting
-from .. import objectives
-from ..built import BuiltModel, ModelTooLarge
-from ..fitting import take
-from ..greedy import greedy_plan, plan_objective
-from ..instance import CpJob, CpRunning, Instance, Plan
-from ..policies import SolveLimits
+from .....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
+from .....system import units_fitting
+from ... import objectives
+from ...built import BuiltModel, ModelTooLarge
+from ...fitting import take
+from ...greedy import greedy_plan, plan_objective
+from ...instance import CpJob, CpRunning, Instance, Plan
+from ...policies import SolveLimits
 from .axes import axes_of
 from .model import Pcp20Model
 from .reductions import reductions_for

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..instance import Instance
+from ...instance import Instance
 from .axes import Axes, UnitGeometry
 from .reductions import Fold
 

@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
-from ..greedy import left_shifted
-from ..hcp import HcpModel
-from ..instance import Instance, Plan
-from ..policies import SolveLimits, Solver
+from ...greedy import left_shifted
+from ...instance import Instance, Plan
+from ...policies import SolveLimits, Solver
+from ..hcp.model import HcpModel
 
 
 class RelaxedStart(NamedTuple):

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ....allocators import one_unit_of_one_type
-from ....job import Job
-from ..instance import CpJob
+from .....allocators import one_unit_of_one_type
+from .....job import Job
+from ...instance import CpJob
 from .axes import Axes, spread
 
 

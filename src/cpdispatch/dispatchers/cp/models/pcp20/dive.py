@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..instance import Plan
+from ...instance import Plan
 from .axes import Axes, spread
 from .job_vars import JobShape
 from .running import RunningUsage
