@@ -23,6 +23,8 @@ from cpdispatch.predictors import (
     resolve_predictor,
 )
 from cpdispatch.predictors.correction import LADDER, RULES, next_rung
+from cpdispatch.system import load_system
+from cpdispatch.workloads import load_workload
 
 from .conftest import WORKLOADS, needs_traces
 
@@ -615,20 +617,9 @@ def test_sc15_options_are_checked() -> None:
 
 
 def _load_kth() -> list[Job]:
-    """Through `load_workload` (the contract) when it exists, else the SWF reader; skip without."""
-    import importlib
-
-    from cpdispatch.system import load_system
-
-    system = load_system("kth-sp2")
-    for module, func in (("cpdispatch.workloads", "load_workload"), ("cpdispatch.workloads.swf", "read_swf")):
-        try:
-            load = getattr(importlib.import_module(module), func)
-        except (ImportError, AttributeError):
-            continue
-        jobs: list[Job] = load(str(KTH), system).jobs
-        return jobs
-    pytest.skip("no SWF reader yet (cpdispatch.workloads)")
+    """Through `load_workload`, the contract the simulator reads traces with (a missing trace
+    folder skips the tests through `needs_traces`)."""
+    return load_workload(str(KTH), load_system("kth-sp2")).jobs
 
 
 @needs_traces
@@ -667,7 +658,6 @@ def test_learned_in_a_simulation_never_sees_later_jobs() -> None:
     another run time changes no prediction made up to then (schedule.csv's `predicted`)."""
     from cpdispatch.dispatchers import make_dispatcher
     from cpdispatch.simulator import SimOptions, simulate
-    from cpdispatch.system import load_system
     from cpdispatch.workloads.base import Workload
 
     jobs = _load_kth()[:4000]

@@ -57,14 +57,7 @@ def run_key(settings: dict[str, Any]) -> str:
 def load_campaign(path: str | Path) -> Campaign:
     """Read and check a campaign file; every error names the file and the key."""
     where = str(path)
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(where, None, None, "no such campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(where, None, None, f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(where, None, None, f"invalid TOML: {exc}") from None
+    data = _read_toml(where, Path(path))
     _known(where, data, TOP_KEYS, "")
     name = data.get("name")
     if not isinstance(name, str) or not name:
@@ -115,6 +108,19 @@ def load_campaign(path: str | Path) -> Campaign:
         for p in predictors if p in only.get(d["label"], predictors) for x in wl_factors
     )
     return Campaign(name, runs, where, reference)
+
+
+def _read_toml(where: str, path: Path) -> dict[str, Any]:
+    """The file's top table; a missing, unreadable or malformed file is an error in the same
+    form as a bad key, so the command reports both alike."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(where, None, None, "no such campaign file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(where, None, None, f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(where, None, None, f"invalid TOML: {exc}") from None
 
 
 def _subset(where: str, key: str, value: object, known: list[str], what: str) -> list[str]:

@@ -21,17 +21,15 @@ from .. import interrupt
 from ..dispatchers.base import Dispatcher
 from ..errors import CpdispatchError
 from ..predictors.base import Predictor
-from ..snapshot import Snapshot
 from ..system import System
 from .commands import SlurmCommands
 from .failsafe import FailSafe, check_lease_file
 from .figures import RoundFigures, Tally
-from .hostlist import expand
 from .intents import Journal, job_from_record, job_record, read_journal
 from .metrics import Metrics
-from .placement import LATER, NOT_OFFERED, StartChecker
 from .priority import check_priority
-from .state import STUCK_REASONS, TAG, Node, SlurmJob, build_system, read_node, up_partitions
+from .releases import Releaser
+from .state import Node, SlurmJob, build_system, read_node, up_partitions
 from .status import KEEP_ROUNDS, write_status
 from .upkeep import Upkeep
 from .view import ClusterView
@@ -46,12 +44,11 @@ class Driver:
                  max_starts: int = 0, priority: str = "papers", log: TextIO = sys.stderr,
                  clock: Callable[[], float] = time.time) -> None:
         self.dispatcher, self.predictor, self.commands = dispatcher, predictor, commands
-        self.shadow, self.rehold_after, self.default_walltime = shadow, rehold_after, default_walltime
+        self.shadow, self.default_walltime = shadow, default_walltime
         self.failsafe = None if shadow else failsafe  # a shadow driver must not look alive
         if self.failsafe is not None:
             check_lease_file(self.failsafe.path)
         self.metrics, self.state_dir = metrics, state_dir
-        self.max_starts = max_starts  # most starts applied per round (0: all); pins cost Slurm ~2 ms each
         check_priority(priority, dispatcher)
         self.priority = priority
         self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP_ROUNDS)  # for status.json
@@ -63,8 +60,8 @@ class Driver:
         self.tally = Tally(shadow)
         self.view = ClusterView(dispatcher.name, predictor, default_walltime, priority, self.failsafe, self.journal,
                                 self.say)
-        self.released: dict[str, float] = {}  # job -> when this driver released it
-        self.refused_said: set[str] = set()
+        self.releaser = Releaser(dispatcher.name, commands, self.journal, self.view, self.upkeep, self.say, clock,
+                                 shadow=shadow, rehold_after=rehold_after, max_starts=max_starts)
         self.jobs: dict[str, SlurmJob] = {}  # the jobs of the last round
         self.system: System | None = None
         self.observed: set[tuple[str, int]] = set()  # finished jobs learnt from, among those Slurm shows
@@ -117,9 +114,7 @@ class Driver:
         self.observed &= {(j.id, j.submit) for j in jobs if j.kind == "finished"}
         live = {j.id for j in jobs if j.kind != "finished"}
         self.view.forget(live)
-        for gone in self.released.keys() - live:
-            del self.released[gone]
-        self.refused_said &= live
+        self.releaser.forget(live)
         self.tally.forget(live)
 
     # -- one round -----------------------------------------------------------------------------
@@ -141,9 +136,9 @@ class Driver:
         self.jobs = {j.id: j for j in jobs}
         self._learn(jobs, system.types)
         committed = [j for j in jobs if j.kind == "committed"]
-        stuck = [j for j in committed if self._stuck(j, now_f - self.released.get(j.id, j.pinned_at))]
+        stuck = self.releaser.stuck(committed, now_f)
         if stuck:  # their capacity stays taken this round: one may have started since the read
-            fig.reheld = self._take_back(stuck)
+            fig.reheld = self.releaser.take_back(stuck)
         self.view.count_refusals(jobs, stuck)
         snapshot, offered = self.view.snapshot(now, system, index, nodes, jobs, committed, partitions)
         fig.read_s = time.perf_counter() - t0
@@ -153,7 +148,7 @@ class Driver:
         fig.decide_s = time.perf_counter() - t1
         t2 = time.perf_counter()
         if decision is not None and decision.starts and interrupt.received is None:  # not a cut solve
-            self._apply(fig, snapshot, offered, decision.starts, decision.status, partitions, index, nodes)
+            self.releaser.apply(fig, snapshot, offered, decision.starts, decision.status, partitions, index, nodes)
         if self.failsafe is not None:
             fig.taken, fig.deferred = self.upkeep.keep(jobs, now_f, set(fig.starts) | set(fig.reheld), self.poll)
         fig.apply_s = time.perf_counter() - t2
@@ -185,91 +180,6 @@ class Driver:
             "rounds": list(self.recent), "counts": self.tally.counts,
             "waiting": [{"job": j, "why": w} for j, w in self.view.why.items() if j not in started],
         })
-
-    def _stuck(self, job: SlurmJob, age: float) -> bool:
-        """A released job that should go back to the queue: Slurm says it cannot run where it
-        is pinned (after its next tick); or it waits for its nodes (`Resources`) past `rehold_after`; or, not yet looked
-        at by Slurm's scheduler (reason None), past 4 x `rehold_after` (a loaded controller)."""
-        if any(job.reason.startswith(r) for r in STUCK_REASONS):
-            return age >= 1.0  # a reason older than our release (Slurm's next tick renews it) is not a verdict
-        return age > (4 * self.rehold_after if job.reason in ("None", "") else self.rehold_after)
-
-    def _take_back(self, stuck: list[SlurmJob]) -> list[str]:
-        """Released jobs that did not start (their nodes are not free, or Slurm says they cannot
-        run there) return to the queue (`Upkeep.take_back`)."""
-        ids = [j.id for j in stuck]
-        self.journal.write("rehold", jobs=ids, reasons=[j.reason for j in stuck], shadow=self.shadow)
-        if self.shadow:
-            return []
-        for i in ids:
-            self.released.pop(i, None)
-        return self.upkeep.take_back(stuck)
-
-    def _apply(self, fig: RoundFigures, snapshot: Snapshot, offered: dict[str, SlurmJob], starts: Any,
-               status: str, partitions: dict[str, list[str]], index: dict[str, int], nodes: list[Node]) -> None:
-        """Check each start against what the starts before it leave; pin and release the good ones."""
-        system = snapshot.system
-        checker = StartChecker(snapshot, self.view.room, offered, partitions, index, nodes)
-        pinned: list[tuple[str, list[str]]] = []
-        waits: list[str] = []  # LATER: decided again next round
-        for s in starts:
-            units, why = checker.check(s)
-            if why == LATER:
-                waits.append(s.job_id)
-            elif units is None:
-                fig.refused.append(s.job_id)
-                self.journal.write("refused", job=s.job_id, reason=why, **({} if why == NOT_OFFERED else
-                                                                         {"nodes": list(s.nodes)}))
-                if why != NOT_OFFERED and s.job_id not in self.refused_said:  # said once; journal: each round
-                    self.refused_said.add(s.job_id)
-                    self.say(f"job {s.job_id}: not started where the dispatcher chose, {why}; it stays held")
-            if units is None:
-                continue
-            if why:
-                fig.adjusted.append(s.job_id)
-                self.journal.write("adjusted", job=s.job_id, chosen=[system.node_names[n] for n in s.nodes],
-                                   nodes=[system.node_names[n] for n in units], reason=why)
-            pinned.append((s.job_id, [system.node_names[n] for n in sorted(set(units))]))
-        later = pinned[self.max_starts:] if self.max_starts else []  # decided again next round
-        pinned = pinned[:len(pinned) - len(later)]
-        self.view.why.update({i: f"decided again next round: more than --max-starts {self.max_starts}"
-                              for i, _ in later})
-        self.view.why.update({i: f"decided again next round: {LATER}" for i in waits})
-        self.journal.write("decision", round=fig.round, status=status, shadow=self.shadow, next_round=[
-            i for i, _ in later] + waits, starts=[{"job": i, "nodes": n} for i, n in pinned])
-        fig.starts = [i for i, _ in pinned] if self.shadow else self._pin_and_release(fig, pinned)
-
-    def _pin_and_release(self, fig: RoundFigures, pinned: list[tuple[str, list[str]]]) -> list[str]:
-        """The jobs pinned (journalled before the command runs), those whose pin took (read back)
-        released in one command; returns those released."""
-        if not pinned:
-            return []
-        comment = f"{TAG}{self.dispatcher.name}:{int(self.clock())}:{fig.round}"
-        self.journal.write("pins", starts=[{"job": j, "nodes": n} for j, n in pinned], comment=comment)
-        out = self.commands.pin(pinned, comment)
-        self.journal.write("result", command="pin", jobs=[j for j, _ in pinned], rc=out.returncode,
-                           stderr=out.stderr[-300:])
-        have = self._read_back()
-        ok = [j for j, names in pinned if sorted(expand(have.get(j, ""))) == sorted(names)]
-        fig.failed = [j for j, _ in pinned if j not in set(ok)]
-        if fig.failed:  # (a job that started or was cancelled meanwhile, a node gone)
-            self.say(f"{len(fig.failed)} pin(s) did not take (first: job {fig.failed[0]}): {out.stderr[-200:]}")
-        if ok:
-            self.journal.write("release", jobs=ok)
-            out = self.commands.release(ok)
-            self.journal.write("result", command="release", jobs=ok, rc=out.returncode, stderr=out.stderr[-300:])
-            if not out.ok:
-                self.say(f"release of {len(ok)} jobs: exit {out.returncode}: {out.stderr[-200:]}")
-            released_at = self.clock()
-            for job_id in ok:
-                self.released[job_id] = released_at
-        return ok
-
-    def _read_back(self) -> dict[str, str]:
-        try:
-            return self.commands.required_nodes()
-        except CpdispatchError:  # nothing is released that may not be pinned
-            return {}
 
     # -- the loop ------------------------------------------------------------------------------
 
