@@ -12,6 +12,7 @@ from cpdispatch.dispatchers.cp.built import BuiltModel
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.dispatchers.cp.models.pcp20.model import Pcp20Model
 from cpdispatch.dispatchers.cp.models.pcp20.options import Pcp20Options
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.dispatchers.cp.options import declared
 from cpdispatch.snapshot import Decision, Snapshot
 from cpdispatch.system import System
@@ -30,7 +31,7 @@ def make_instance(system: System, jobs: list[CpJob], running: list[CpRunning]) -
 def pcp20_model(inst: Instance, kind: str = "slowdown", post: bool = True, **options: object) -> Pcp20Model:
     """PCP'20's model of `inst` with `options` changed from the declared ones (no size guard unless
     given)."""
-    return Pcp20Model(inst, kind, declared(Pcp20Options, **{"max_units": 0, **options}), post=post)
+    return Pcp20Model(inst, objective(kind), declared(Pcp20Options, **{"max_units": 0, **options}), post=post)
 
 
 def solve(bm: BuiltModel, workers: int = 2, **params: object) -> tuple[cp_model.CpSolver, int]:

@@ -11,6 +11,7 @@ from ortools.sat.python import cp_model
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.models.hcp import HcpModel
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.snapshot import Snapshot
 from cpdispatch.system import NodeGroup, System
 
@@ -38,7 +39,7 @@ def test_hcp_base_keeps_the_rest_of_the_queue_fixed_at_the_end_of_the_horizon() 
     inst = d.instance(snap, d.select(snap, d.order(snap)))
     assert [j.id for j in inst.jobs] == ["a"] and [j.id for j in inst.postponed] == ["b", "c"]
     assert inst.horizon == 30
-    proto = HcpModel(inst, "ewt_wait").model.proto
+    proto = HcpModel(inst, objective("ewt_wait")).model.proto
     fixed = sorted((c.interval.start.offset, c.interval.size.offset) for c in proto.constraints
                    if c.has_interval() and not c.interval.start.vars and c.interval.start.offset > 0)
     assert fixed == [(20, 10), (20, 10)]

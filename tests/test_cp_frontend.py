@@ -15,9 +15,10 @@ from cpdispatch.allocators import best_fit
 from cpdispatch.dispatchers.cp.built import BuiltModel, ModelTooLarge
 from cpdispatch.dispatchers.cp.fitting import eligible, extract_starts, fast_path
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
-from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import Instance, Plan
 from cpdispatch.dispatchers.cp.models.hcp import Hcp, Hcp3, HcpModel
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.dispatchers.cp.option_sets import cp_options
 from cpdispatch.dispatchers.cp.status import Status, with_suffixes
 from cpdispatch.errors import CpdispatchError
@@ -162,7 +163,7 @@ class Broken(Hcp3):
     def build(self, instance: Instance) -> BuiltModel:
         if self.mode == "raise":
             raise RuntimeError("builder bug")
-        built = HcpModel(instance, self.objective_kind)
+        built = HcpModel(instance, self.goal)
         first = built.start_vars[instance.jobs[0].id]
         built.model.add(first > instance.horizon)
         return built
@@ -185,7 +186,7 @@ def test_unsolved_runs_halve_the_queue_and_fall_back_to_greedy() -> None:
     # 4 -> 2 -> 1; with one job the greedy plan starts everything now: solved, back to q_length
     assert lengths == [2, 1, 8]
     d.cur_q_length = 2
-    d.build = lambda instance: HcpModel(instance, "slowdown")  # type: ignore[method-assign]
+    d.build = lambda instance: HcpModel(instance, objective("slowdown"))  # type: ignore[method-assign]
     d.decide(snap)
     assert d.cur_q_length == 8
 
@@ -263,7 +264,7 @@ class Liar(Hcp3):
     """A model whose extracted plans are bad (all jobs late): the greedy plan must win."""
 
     def build(self, instance: Instance) -> BuiltModel:
-        built = HcpModel(instance, self.objective_kind)
+        built = HcpModel(instance, self.goal)
         built.extract = lambda solver: Plan(  # type: ignore[method-assign]
             starts={j.id: instance.horizon for j in instance.jobs})
         return built
@@ -274,7 +275,7 @@ def test_never_worse_than_greedy() -> None:
     dec = Liar().decide(snap)
     inst = Hcp3().instance(snap, Hcp3().select(snap, Hcp3().order(snap)))
     assert dec.status == "fallback:greedy-better"
-    assert dec.objective == plan_objective("slowdown", inst, greedy_plan(inst))
+    assert dec.objective == objective("slowdown").value(inst, greedy_plan(inst))
     assert [s.job_id for s in dec.starts] == ["a"]
 
 
@@ -294,7 +295,7 @@ def test_a_gap_left_by_the_search_is_closed() -> None:
     assert [j.id for j in inst.jobs] == ["a", "b"]  # the greedy plan: a now, b after it
     dec = d.decide(snap)
     assert dec.status == "shifted" and [s.job_id for s in dec.starts] == ["b"]
-    assert dec.objective == plan_objective("slowdown", inst, {"b": 0, "a": 1})
+    assert dec.objective == objective("slowdown").value(inst, {"b": 0, "a": 1})
     assert Gapped(fallback=False).decide(snap).starts == ()  # the papers' set-up enacts the plan as found
 
 
@@ -338,14 +339,14 @@ def test_search_fixed_uses_the_model_strategy() -> None:
 
 
 def test_subclass_contract() -> None:
-    """A CP dispatcher only provides `build` and `objective_kind`; options come from cp_options."""
+    """A CP dispatcher only provides `build` and `goal`; options come from cp_options."""
 
     class Minimal(CpDispatcher):
         name = "minimal"
-        objective_kind = "ewt_wait"
+        goal = objective("ewt_wait")
 
         def build(self, instance: Instance) -> BuiltModel:
-            return HcpModel(instance, self.objective_kind)
+            return HcpModel(instance, self.goal)
 
     values: dict[str, Any] = {"priority": "ewt", "time_policy": "cp19", "deterministic_time": 0.01}
     d = Minimal(**values)
@@ -356,7 +357,7 @@ def test_subclass_contract() -> None:
     assert greedy_plan(inst).starts == {"a": 0, "b": 10, "c": 10}
     dec = d.decide(snap)
     assert dec.status == "optimal" and sorted(s.job_id for s in dec.starts) == ["b", "c"]
-    assert dec.objective == plan_objective("ewt_wait", inst, {"a": 10, "b": 0, "c": 0})
+    assert dec.objective == objective("ewt_wait").value(inst, {"a": 10, "b": 0, "c": 0})
 
 
 def test_model_solver_parameters_and_conflict_limit_reach_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -378,7 +379,7 @@ def test_model_solver_parameters_and_conflict_limit_reach_the_solver(monkeypatch
 
     class Model(Hcp3):
         def build(self, instance: Instance) -> BuiltModel:
-            return NoPresolve(instance, self.objective_kind)
+            return NoPresolve(instance, self.goal)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", spy)
     Model(fast_conflicts=7).decide(contended())

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.greedy import plan_objective
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Model
 from cpdispatch.dispatchers.cp.models.pcp20.axes import spread
 from cpdispatch.dispatchers.cp.models.pcp20.dive import Dive, first_dive
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System
 
@@ -132,7 +132,7 @@ def test_a_valid_plan_that_cp_sat_takes_as_its_first_solution(inst: Instance) ->
     for name, value in bm.solver_parameters.items():
         setattr(solver.parameters, name, value)
     assert solver.solve(bm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    assert round(solver.objective_value) == plan_objective("slowdown", inst, plan)
+    assert round(solver.objective_value) == objective("slowdown").value(inst, plan)
 
 
 #: two GPU nodes (4 cores, 1 GPU) after two nodes of 8 cores

@@ -56,7 +56,7 @@ def test_pure_models_equal_brute_force(name: str, kind: str) -> None:
     assert status == cp_model.OPTIMAL
     plan = bm.extract(solver)
     check_plan(inst, plan, free_now=False)
-    assert objectives.evaluate(kind, inst, plan.starts) == expected[0]
+    assert objectives.objective(kind).value(inst, plan.starts) == expected[0]
 
 
 @pytest.mark.parametrize("tolerance", [0.0, 0.5])
@@ -76,9 +76,9 @@ def test_composite_model_equals_constrained_brute_force(name: str, objective: st
     assert status == cp_model.OPTIMAL
     plan = bm.extract(solver)
     check_plan(inst, plan, free_now=False)
-    assert objectives.evaluate(kinds[0], inst, plan.starts) == expected[0]
+    assert objectives.objective(kinds[0]).value(inst, plan.starts) == expected[0]
     for k, b in bounds.items():
-        assert objectives.evaluate(k, inst, plan.starts) <= b
+        assert objectives.objective(k).value(inst, plan.starts) <= b
 
 
 @pytest.mark.parametrize("objective", COMPOSITES + PURE)
@@ -99,7 +99,7 @@ def test_dispatcher_optimise_respects_the_tolerance(name: str, objective: str) -
         expected = brute_force(inst, kinds[0], free_now=False, bounds=bounds)
     assert out.objective == expected[0]
     for k, b in bounds.items():
-        assert objectives.evaluate(k, inst, out.plan.starts) <= b
+        assert objectives.objective(k).value(inst, out.plan.starts) <= b
     assert out.status == "optimal"
 
 
@@ -112,8 +112,8 @@ def test_contradicting_bounds_drop_the_last_one() -> None:
     disp = dispatcher(objective="mks-wt-nl", time_policy="paper")
     out = disp.optimise(disp.ready(inst))
     assert out.plan is not None and out.status == "optimal"
-    assert objectives.evaluate("tardiness", inst, out.plan.starts) <= bounds["tardiness"]
-    assert objectives.evaluate("late_jobs", inst, out.plan.starts) > bounds["late_jobs"]
+    assert objectives.objective("tardiness").value(inst, out.plan.starts) <= bounds["tardiness"]
+    assert objectives.objective("late_jobs").value(inst, out.plan.starts) > bounds["late_jobs"]
 
 
 def test_composite_trades_the_primary_for_the_constraint() -> None:
@@ -124,12 +124,12 @@ def test_composite_trades_the_primary_for_the_constraint() -> None:
     nl = brute_force(inst, "late_jobs", free_now=False)
     mks = brute_force(inst, "makespan", free_now=False)
     assert wt is not None and nl is not None and mks is not None
-    assert objectives.evaluate("late_jobs", inst, wt[1]) > nl[0]
+    assert objectives.objective("late_jobs").value(inst, wt[1]) > nl[0]
     disp = dispatcher(objective="wt-mks-nl", tolerance=0.0, time_policy="paper")
     out = disp.optimise(disp.ready(inst))
     assert out.plan is not None and out.objective is not None and out.status == "optimal"
-    assert objectives.evaluate("late_jobs", inst, out.plan.starts) == nl[0]
-    assert objectives.evaluate("makespan", inst, out.plan.starts) == mks[0]
+    assert objectives.objective("late_jobs").value(inst, out.plan.starts) == nl[0]
+    assert objectives.objective("makespan").value(inst, out.plan.starts) == mks[0]
     assert out.objective > wt[0]
     expected = brute_force(inst, "tardiness", free_now=False, bounds={"makespan": mks[0], "late_jobs": nl[0]})
     assert expected is not None and out.objective == expected[0]
@@ -139,7 +139,7 @@ def test_composite_trades_the_primary_for_the_constraint() -> None:
 def test_hint_with_bounds_is_feasible(objective: str) -> None:
     inst, plan = hand_plan()
     kinds = OBJECTIVES[objective]
-    loose = {k: objectives.evaluate(k, inst, plan.starts) for k in kinds[1:]}
+    loose = {k: objectives.objective(k).value(inst, plan.starts) for k in kinds[1:]}
     bm = dispatcher().model(inst, kinds[0], loose)
     bm.add_hint(plan)
     solver, status = solve(bm, workers=1, fix_variables_to_their_hinted_value=True)

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cpdispatch.allocators import best_fit
-from cpdispatch.dispatchers.cp.greedy import NoStart, greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.greedy import NoStart, greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.system import NodeGroup, System, units_fitting
 
 from .cp_helpers import make_instance
@@ -194,13 +195,13 @@ def test_limits_keep_jobs_on_their_candidate_nodes_within_their_caps() -> None:
     assert greedy_plan(inst, inst.jobs[1:], limits=limits).starts == {"b": 0}
 
 
-def test_plan_objective_matches_evaluate() -> None:
+def test_an_objective_values_a_plan_as_its_starts() -> None:
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 1})])
     inst = make_instance(sys_, [CpJob("a", 1, (1,), 4, 0), CpJob("b", 1, (1,), 2, 0)], [])
     plan = greedy_plan(inst)
     assert plan.starts == {"a": 0, "b": 4}
     # exact weights lcm(4, 2) / d: a 1, b 2; b starts at 4
-    assert plan_objective("slowdown", inst, plan) == plan_objective("slowdown", inst, plan.starts) == 2 * 4
+    assert objective("slowdown").value(inst, plan) == objective("slowdown").value(inst, plan.starts) == 2 * 4
 
 
 def test_large_system_plan_is_valid() -> None:

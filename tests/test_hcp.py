@@ -16,9 +16,10 @@ from cpdispatch.allocators import best_fit
 from cpdispatch.dispatchers import make_dispatcher
 from cpdispatch.dispatchers.base import dispatcher_class
 from cpdispatch.dispatchers.cp import objectives
-from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.dispatchers.cp.models.hcp import Hcp, Hcp1, Hcp2, Hcp3, HcpModel
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.job import Job
 from cpdispatch.predictors import make_predictor
 from cpdispatch.simulator import simulate
@@ -50,7 +51,7 @@ def brute_force(inst: Instance, kind: str) -> int:
             active = (grid <= t) & (t < grid + dur)
             ok &= base + active @ demand <= total
     feasible = grid[ok]
-    values = [objectives.evaluate(kind, inst, {j.id: int(s) for j, s in zip(jobs, row)}) for row in feasible]
+    values = [objectives.objective(kind).value(inst, {j.id: int(s) for j, s in zip(jobs, row)}) for row in feasible]
     return min(values)
 
 
@@ -82,20 +83,20 @@ def tiny_instances(draw: st.DrawFn) -> Instance:
 def test_cp_optimum_equals_brute_force(inst: Instance, kind: str) -> None:
     if (inst.horizon + 1) ** len(inst.jobs) > 200_000:
         return
-    built = HcpModel(inst, kind)
+    built = HcpModel(inst, objective(kind))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = 30
     assert solver.solve(built.model) == cp_model.OPTIMAL
     plan = built.extract(solver)
-    assert objectives.evaluate(kind, inst, plan.starts) == brute_force(inst, kind)
+    assert objectives.objective(kind).value(inst, plan.starts) == brute_force(inst, kind)
 
 
 def test_model_respects_totals_and_skips_unrequested_types() -> None:
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2, "gpu": 1})])
     inst = Instance(0, sys_, (CpJob("a", 2, (2, 0), 3, 0), CpJob("b", 1, (1, 0), 1, 0)),
                     (CpRunning("r", 1, (1, 1), 2, on(0)),), np.array([[1, 0], [2, 1]]), 6)
-    built = HcpModel(inst, "slowdown")
+    built = HcpModel(inst, objective("slowdown"))
     cumulatives = [c for c in built.model.proto.constraints if c.has_cumulative()]
     assert len(cumulatives) == 1  # no job asks for a GPU
     solver = cp_model.CpSolver()
@@ -107,7 +108,7 @@ def test_model_respects_totals_and_skips_unrequested_types() -> None:
 def test_decision_strategy_and_hint() -> None:
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 2})])
     inst = Instance(0, sys_, (CpJob("a", 1, (2,), 2, 0), CpJob("b", 1, (2,), 1, 0)), (), np.array([[2]]), 3)
-    built = HcpModel(inst, "slowdown")
+    built = HcpModel(inst, objective("slowdown"))
     built.add_hint(greedy_plan(inst))
     built.add_search()
     solver = cp_model.CpSolver()
@@ -131,7 +132,7 @@ def test_versions_are_registered_with_their_defaults() -> None:
         d = make_dispatcher(name)
         assert type(d) is cls
         paper_policy = {o.name: o for o in d.options}["time_policy"].paper
-        got = (d.clamp, d.priority, d.objective_kind, d.selection, paper_policy)
+        got = (d.clamp, d.priority, d.goal.kind, d.selection, paper_policy)
         assert got == (clamp, prio, kind, selection, policy)
         assert d.time_policy == "fast" and d.q_length == 100
     assert Hcp().ewt_of(Job("x", 0, 1, (1,), 1, 1)) == 1800 and Hcp1().ewt_of(Job("x", 0, 1, (1,), 1, 1)) == 1600
@@ -187,8 +188,8 @@ def test_every_policy_beats_the_greedy_plan_where_it_is_suboptimal(policy: str) 
     assert greedy.starts == {"A": 0, "B": 100}
     dec = d.decide(snap)
     assert dec.status == "optimal" and [s.job_id for s in dec.starts] == ["B"]
-    assert dec.objective == plan_objective("slowdown", inst, {"A": 5, "B": 0})
-    assert dec.objective < plan_objective("slowdown", inst, greedy)
+    assert dec.objective == objective("slowdown").value(inst, {"A": 5, "B": 0})
+    assert dec.objective < objective("slowdown").value(inst, greedy)
     assert dec.variables and dec.constraints
 
 

@@ -55,9 +55,9 @@ def _two_identical(weights: tuple[float, float], ewt: int = 1800) -> list[CpJob]
 def test_each_weighted_objective_prefers_the_heavier_job_first(kind: str) -> None:
     inst = make_instance(ONE, _two_identical((0.2, 1.0), ewt=50), [])
     a_first, b_first = {"A": 0, "B": 100}, {"A": 100, "B": 0}
-    assert objectives.evaluate(kind, inst, b_first) < objectives.evaluate(kind, inst, a_first)
+    assert objectives.objective(kind).value(inst, b_first) < objectives.objective(kind).value(inst, a_first)
     equal = make_instance(ONE, _two_identical((1.0, 1.0), ewt=50), [])
-    assert objectives.evaluate(kind, equal, b_first) == objectives.evaluate(kind, equal, a_first)
+    assert objectives.objective(kind).value(equal, b_first) == objectives.objective(kind).value(equal, a_first)
 
 
 def _weighted_dispatchers() -> list[str]:

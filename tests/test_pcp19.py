@@ -15,6 +15,7 @@ from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel, restricted_greedy
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.job import Job
 from cpdispatch.snapshot import QueuedJob, RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System, units_fitting
@@ -95,9 +96,9 @@ def brute_force(
     scored = []
     for combo in itertools.product(range(inst.horizon + 1), repeat=len(ids)):
         starts = dict(zip(ids, combo))
-        if bounds and any(objectives.evaluate(k, inst, starts) > v for k, v in bounds.items()):
+        if bounds and any(objectives.objective(k).value(inst, starts) > v for k, v in bounds.items()):
             continue
-        scored.append((objectives.evaluate(kind, inst, starts), combo))
+        scored.append((objectives.objective(kind).value(inst, starts), combo))
     scored.sort()
     for value, combo in scored:
         if feasible_allocation(inst, list(combo), options) is not None:
@@ -133,12 +134,12 @@ def test_optimum_equals_brute_force(name: str, kind: str, free_now: bool) -> Non
     inst = INSTANCES[name]()
     expected = brute_force(inst, kind, free_now)
     assert expected is not None
-    bm = PerNodeModel(inst, kind, free_now=free_now)
+    bm = PerNodeModel(inst, objective(kind), free_now=free_now)
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
     plan = bm.extract(solver)
     check_plan(inst, plan, free_now)
-    assert objectives.evaluate(kind, inst, plan.starts) == expected[0]
+    assert objectives.objective(kind).value(inst, plan.starts) == expected[0]
     assert round(solver.ObjectiveValue()) == expected[0]
 
 
@@ -147,7 +148,7 @@ def test_redundant_cumulative_does_not_change_the_optimum(redundant: bool) -> No
     inst = inst_spread()
     expected = brute_force(inst, "slowdown", True)
     assert expected is not None
-    bm = PerNodeModel(inst, "slowdown", redundant=redundant)
+    bm = PerNodeModel(inst, objective("slowdown"), redundant=redundant)
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
     assert round(solver.ObjectiveValue()) == expected[0]
@@ -167,20 +168,20 @@ def hand_plan() -> tuple[Instance, Plan]:
 @pytest.mark.parametrize("kind", KINDS)
 def test_hint_from_complete_plan_is_feasible(kind: str) -> None:
     inst, plan = hand_plan()
-    bm = PerNodeModel(inst, kind, free_now=False)
+    bm = PerNodeModel(inst, objective(kind), free_now=False)
     bm.add_hint(plan)
     solver, status = solve(bm, workers=1, fix_variables_to_their_hinted_value=True)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     got = bm.extract(solver)
     assert got.starts == plan.starts
     assert {j: sorted(n) for j, n in got.nodes.items()} == {j: sorted(n) for j, n in plan.nodes.items()}
-    assert round(solver.ObjectiveValue()) == objectives.evaluate(kind, inst, plan.starts)
+    assert round(solver.ObjectiveValue()) == objectives.objective(kind).value(inst, plan.starts)
 
 
 def test_hint_covers_every_variable() -> None:
     inst, plan = hand_plan()
     for kind in KINDS:
-        bm = PerNodeModel(inst, kind, free_now=False)
+        bm = PerNodeModel(inst, objective(kind), free_now=False)
         bm.add_hint(plan)
         proto = bm.model.Proto()
         hinted = set(proto.solution_hint.vars)
@@ -191,7 +192,7 @@ def test_hint_covers_every_variable() -> None:
 
 def test_fixed_search_finds_a_valid_plan() -> None:
     inst = inst_mem()
-    bm = PerNodeModel(inst, "slowdown")
+    bm = PerNodeModel(inst, objective("slowdown"))
     bm.add_search()
     solver, status = solve(bm, workers=1, search_branching=cp_model.FIXED_SEARCH)
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -200,9 +201,9 @@ def test_fixed_search_finds_a_valid_plan() -> None:
 
 def test_free_now_restricts_candidate_nodes() -> None:
     inst = inst_spread()  # node 0 is full now: with free_now no queued job may use it
-    bm = PerNodeModel(inst, "makespan", free_now=True)
+    bm = PerNodeModel(inst, objective("makespan"), free_now=True)
     assert all(k != 0 for pairs in bm.counts.values() for k, _ in pairs)
-    bm_full = PerNodeModel(inst, "makespan", free_now=False)
+    bm_full = PerNodeModel(inst, objective("makespan"), free_now=False)
     assert any(k == 0 for pairs in bm_full.counts.values() for k, _ in pairs)
     # using node 0 later makes a shorter schedule possible
     s1, _ = solve(bm)
@@ -214,11 +215,11 @@ def test_jobs_without_room_now_are_dropped() -> None:
     sys_ = System.build("t", [NodeGroup("n", 2, {"core": 2})])
     running = [CpRunning("r", 2, (2,), 5, on(0, 1))]
     inst = make_instance(sys_, [CpJob("a", 1, (1,), 2, 0)], running)
-    bm = PerNodeModel(inst, "slowdown", free_now=True)
+    bm = PerNodeModel(inst, objective("slowdown"), free_now=True)
     assert bm.dropped == ["a"] and not bm.start_vars
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL and bm.extract(solver).starts == {}
-    full = PerNodeModel(inst, "slowdown", free_now=False)
+    full = PerNodeModel(inst, objective("slowdown"), free_now=False)
     solver, status = solve(full)
     assert status == cp_model.OPTIMAL and full.extract(solver).starts == {"a": 5}
 
@@ -230,12 +231,12 @@ def test_unclamped_running_job_holds_its_nodes_now_but_shrinks_the_horizon() -> 
     sys_ = System.build("t", [NodeGroup("n", 1, {"core": 2})])
     run = CpRunning("r", 1, (2,), -4, on(0))
     one = Instance(0, sys_, (CpJob("a", 1, (2,), 3, 0),), (run,), np.zeros((1, 1), dtype=np.int64), 1)
-    bm = PerNodeModel(one, "slowdown", free_now=False)
+    bm = PerNodeModel(one, objective("slowdown"), free_now=False)
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL and bm.extract(solver).starts == {"a": 1}
     jobs = (CpJob("a", 1, (2,), 3, 0), CpJob("b", 1, (2,), 3, 0))
     two = Instance(0, sys_, jobs, (run,), np.zeros((1, 1), dtype=np.int64), max(1, -4 + 6))
-    solver, status = solve(PerNodeModel(two, "slowdown", free_now=False))
+    solver, status = solve(PerNodeModel(two, objective("slowdown"), free_now=False))
     assert status == cp_model.INFEASIBLE
 
 
@@ -244,7 +245,7 @@ def test_hint_repair_for_plans_outside_the_candidate_nodes() -> None:
     later starts) is replaced by the restricted list schedule, which the model accepts."""
     inst = inst_spread()  # node 0 is full now
     plan = Plan(starts={"x": 2, "y": 0, "z": 1}, nodes={"x": (0, 0, 1, 2), "y": (1,), "z": (2, 2)})
-    bm = PerNodeModel(inst, "slowdown", free_now=True)
+    bm = PerNodeModel(inst, objective("slowdown"), free_now=True)
     assert not bm.consistent(plan)
     repaired = restricted_greedy(bm)
     assert repaired is not None and bm.consistent(repaired)
@@ -259,7 +260,7 @@ def test_hint_repair_for_plans_outside_the_candidate_nodes() -> None:
 def test_restricted_greedy_is_valid(name: str) -> None:
     inst = INSTANCES[name]()
     for free_now in (True, False):
-        bm = PerNodeModel(inst, "slowdown", free_now=free_now)
+        bm = PerNodeModel(inst, objective("slowdown"), free_now=free_now)
         plan = restricted_greedy(bm)
         assert plan is not None
         check_plan(inst, plan, free_now)
@@ -268,7 +269,7 @@ def test_restricted_greedy_is_valid(name: str) -> None:
 def _size(n_nodes: int) -> tuple[int, int]:
     sys_ = System.build("t", [NodeGroup("n", n_nodes, {"core": 16, "mem": 16384})])
     jobs = [CpJob(f"j{i}", 1 + i % 4, (4, 1024), 100 + 10 * i, 0) for i in range(10)]
-    bm = PerNodeModel(make_instance(sys_, jobs, []), "slowdown")
+    bm = PerNodeModel(make_instance(sys_, jobs, []), objective("slowdown"))
     return bm.variables, bm.constraints
 
 
@@ -292,7 +293,7 @@ def test_restricted_greedy_random_instances(seed: int) -> None:
     ]
     inst = make_instance(sys_, jobs, running)
     for free_now in (True, False):
-        bm = PerNodeModel(inst, "slowdown", free_now=free_now)
+        bm = PerNodeModel(inst, objective("slowdown"), free_now=free_now)
         plan = restricted_greedy(bm)
         assert plan is not None
         sub = Instance(0, sys_, bm.kept, inst.running, inst.free, inst.horizon)
@@ -331,7 +332,7 @@ def test_registered_versions_and_switches() -> None:
     d = {n: make_dispatcher(n) for n in ("pcp", "pcp1", "pcp2", "pcp3")}
     assert [d[n].clamp for n in d] == [False, False, True, True]  # type: ignore[attr-defined]
     assert [d[n].priority for n in d] == ["ewt", "ewt", "ewt", "slowdown"]  # type: ignore[attr-defined]
-    assert [d[n].objective_kind for n in d] == ["tardiness", "tardiness", "tardiness", "slowdown"]  # type: ignore[attr-defined]
+    assert [d[n].goal.kind for n in d] == ["tardiness", "tardiness", "tardiness", "slowdown"]  # type: ignore[attr-defined]
     assert [d[n].free_now for n in d] == [False, True, True, True]  # type: ignore[attr-defined]
     assert [d[n].selection for n in d] == ["queue", "fit-now", "fit-now", "fit-now"]  # type: ignore[attr-defined]
     assert d["pcp"].q_length >= 10**6 and d["pcp1"].q_length == 100  # type: ignore[attr-defined]
@@ -351,7 +352,7 @@ def test_dispatchers_decide_valid_starts(name: str, policy: str) -> None:
     if name == "pcp":  # every queued job in the model: too many for the brute force; 0 is a bound
         assert decision.objective == 0 and decision.starts
         return
-    expected = brute_force(inst, disp.objective_kind, free_now=True)
+    expected = brute_force(inst, disp.goal.kind, free_now=True)
     assert expected is not None and decision.objective == expected[0]
     if name == "pcp3":  # the slowdown's unique optimum: the 10-s job first (q1 first costs 60/10)
         assert [s.job_id for s in decision.starts] == ["q4"]

@@ -16,6 +16,7 @@ from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.frontend import CpDispatcher
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel, restricted_greedy
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.errors import CpdispatchError
 from cpdispatch.system import NodeGroup, System, units_fitting
 from cpdispatch.validate import schedule_errors
@@ -93,8 +94,8 @@ def small_instances(draw: st.DrawFn) -> Instance:
 @settings(max_examples=100, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances(), st.sampled_from(["slowdown", "tardiness"]), st.booleans())
 def test_units_layout_reaches_the_counts_optimum_with_valid_plans(inst: Instance, kind: str, free_now: bool) -> None:
-    counts = PerNodeModel(inst, kind, free_now=free_now, layout="counts")
-    units = PerNodeModel(inst, kind, free_now=free_now, layout="units")
+    counts = PerNodeModel(inst, objective(kind), free_now=free_now, layout="counts")
+    units = PerNodeModel(inst, objective(kind), free_now=free_now, layout="units")
     assert units.dropped == counts.dropped
     solver = optimum(units)
     plan = units.extract(solver)
@@ -104,8 +105,8 @@ def test_units_layout_reaches_the_counts_optimum_with_valid_plans(inst: Instance
     assert round(reference.objective_value) == best
     # the same optimum in the objective's own terms (the model's weights may be a multiple of them
     # when jobs were dropped: they are taken over the whole instance)
-    value = objectives.evaluate(kind, units.sub_instance, plan.starts)
-    assert value == objectives.evaluate(kind, counts.sub_instance, counts.extract(reference).starts)
+    value = objectives.objective(kind).value(units.sub_instance, plan.starts)
+    assert value == objectives.objective(kind).value(counts.sub_instance, counts.extract(reference).starts)
 
 
 # -- (b) a hand-counted model --------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def test_hand_counted_size_of_both_layouts() -> None:
     assert (counts.variables, counts.constraints) == (1 + 2 * 2, 2 * 3 + 1 + 1 + 1)
     assert (counts.optional_intervals, counts.cumulatives) == (2, 1)
     # the job starts now: at most 1 unit beside the running job, the others on node 1
-    bm = PerNodeModel(inst, "slowdown", free_now=False, layout="units")
+    bm = PerNodeModel(inst, objective("slowdown"), free_now=False, layout="units")
     plan = bm.extract(optimum(bm))
     assert plan.starts == {"j": 0} and plan.nodes["j"].count(0) <= 1
 
@@ -140,7 +141,7 @@ def test_hand_counted_size_of_both_layouts() -> None:
 def test_hint_fixes_every_variable_of_the_units_layout() -> None:
     inst = hand_instance()
     plan = Plan(starts={"j": 0}, nodes={"j": (1, 0, 1)})
-    bm = PerNodeModel(inst, "slowdown", free_now=False, layout="units")
+    bm = PerNodeModel(inst, objective("slowdown"), free_now=False, layout="units")
     assert bm.consistent(plan)
     bm.add_hint(plan)
     proto = bm.model.proto
@@ -160,14 +161,14 @@ def test_fixed_search_and_repaired_hint_in_the_units_layout() -> None:
     running = [CpRunning("r1", 1, (2,), 2, on(0)), CpRunning("r2", 1, (1,), 1, on(2))]
     jobs = [CpJob("x", 4, (1,), 2, 2, 2), CpJob("y", 1, (2,), 1, 0, 3), CpJob("z", 2, (1,), 1, 4, 3)]
     inst = make_instance(sys_, jobs, running)
-    bm = PerNodeModel(inst, "slowdown", layout="units")
+    bm = PerNodeModel(inst, objective("slowdown"), layout="units")
     bm.add_search()
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.search_branching = cp_model.FIXED_SEARCH
     assert solver.solve(bm.model) == cp_model.OPTIMAL
     check_plan(inst, bm, bm.extract(solver))
-    hinted = PerNodeModel(inst, "slowdown", layout="units")
+    hinted = PerNodeModel(inst, objective("slowdown"), layout="units")
     outside = Plan(starts={"x": 2, "y": 0, "z": 1}, nodes={"x": (0, 0, 1, 2), "y": (1,), "z": (2, 2)})
     assert not hinted.consistent(outside)
     hinted.add_hint(outside)

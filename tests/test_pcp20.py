@@ -116,7 +116,7 @@ def brute_force(inst: Instance, kind: str) -> int:
     ]
     ids = [j.id for j in inst.jobs]
     scored = sorted(
-        (objectives.evaluate(kind, inst, dict(zip(ids, combo))), combo)
+        (objectives.objective(kind).value(inst, dict(zip(ids, combo))), combo)
         for combo in itertools.product(range(inst.horizon + 1), repeat=len(ids))
     )
     for value, combo in scored:
@@ -171,7 +171,7 @@ def test_optimum_equals_brute_force(name: str, kind: str, reductions: bool) -> N
     plan = bm.complete(bm.extract(solver))
     check_plan(inst, plan)
     check_positions(bm, solver)
-    assert round(solver.ObjectiveValue()) == objectives.evaluate(kind, inst, plan.starts) == brute_force(inst, kind)
+    assert round(solver.ObjectiveValue()) == objectives.objective(kind).value(inst, plan) == brute_force(inst, kind)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -454,7 +454,7 @@ def test_hand_plan_hint_is_feasible(kind: str) -> None:
     inst, plan = hand_plan()
     bm = pcp20_model(inst, kind)
     solver = solve_fixed_hint(bm, plan)
-    assert round(solver.ObjectiveValue()) == objectives.evaluate(kind, inst, plan.starts)
+    assert round(solver.ObjectiveValue()) == objectives.objective(kind).value(inst, plan.starts)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -654,5 +654,5 @@ def test_dispatcher_starts_valid_jobs(max_units: int, relaxed: bool) -> None:
     else:  # the model improves on the greedy plan (q1 waits so that q2 and q3 start now)
         assert decision.status in ("optimal", "feasible")  # proven or not within pcp20's 0.5-ms budget
         assert decision.objective is not None
-        assert decision.objective < objectives.evaluate("slowdown", inst, greedy.starts)
+        assert decision.objective < objectives.objective("slowdown").value(inst, greedy.starts)
         assert sorted(s.job_id for s in decision.starts) == ["q0", "q2", "q3"]

@@ -16,6 +16,7 @@ from cpdispatch.dispatchers.cp import objectives
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance, Plan
 from cpdispatch.dispatchers.cp.models.pcp19 import PerNodeDispatcher
 from cpdispatch.dispatchers.cp.models.pcp19.model import PerNodeModel
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.snapshot import RunningJob, Snapshot
 from cpdispatch.system import NodeGroup, System
 
@@ -92,7 +93,7 @@ def test_greedy_and_solver_plans_are_valued_over_the_same_jobs(free_now: bool) -
     assert len(disp.valued) == 2 and all(jobs == {"a", "b"} for jobs in disp.valued)
     inst = disp.instance(snap, disp.select(snap, disp.order(snap)))
     starts = {"a": 0, "b": decision.plan["b"] - NOW}
-    assert decision.objective == objectives.evaluate(disp.objective_kind, inst, starts) > 0
+    assert decision.objective == objectives.objective(disp.goal.kind).value(inst, starts) > 0
 
 
 @pytest.mark.parametrize(("name", "opts"), CASES)
@@ -118,14 +119,14 @@ def blocked_instance() -> Instance:
 @pytest.mark.parametrize("layout", ["counts", "units"])
 def test_plan_blocked_keeps_the_job_over_the_full_capacity(layout: str) -> None:
     inst = blocked_instance()
-    bm = PerNodeModel(inst, "slowdown", free_now=True, plan_blocked=True, layout=layout)
+    bm = PerNodeModel(inst, objective("slowdown"), free_now=True, plan_blocked=True, layout=layout)
     assert bm.dropped == [] and [j.id for j in bm.kept] == ["a", "b"]
     assert bm.caps["a"].tolist() == [0, 1] and bm.caps["b"].tolist() == [1, 1]  # a: room now only
     solver, status = solve(bm)
     assert status == cp_model.OPTIMAL
     plan = bm.extract(solver)  # a ends at 3, before b can have node 0
     assert plan.starts == {"a": 0, "b": 5} and plan.nodes["a"] == (1,) and sorted(plan.nodes["b"]) == [0, 1]
-    original = PerNodeModel(inst, "slowdown", free_now=True, layout=layout)
+    original = PerNodeModel(inst, objective("slowdown"), free_now=True, layout=layout)
     assert original.dropped == ["b"]  # the original's model, kept as the default of the model alone
 
 
@@ -135,6 +136,6 @@ def test_plan_blocked_never_leaves_a_job_out() -> None:
     inst = blocked_instance()
     huge = make_instance(inst.system, [*inst.jobs, CpJob("c", 3, (4,), 1, 0)], list(inst.running))
     for free_now in (True, False):
-        bm = PerNodeModel(huge, "slowdown", free_now=free_now, plan_blocked=True)
+        bm = PerNodeModel(huge, objective("slowdown"), free_now=free_now, plan_blocked=True)
         assert bm.dropped == []
         assert solve(bm)[1] == cp_model.INFEASIBLE

@@ -142,7 +142,7 @@ def test_a_paper_decision_reaches_the_brute_force_optimum_on_the_models_nodes(na
     starts = {s.job_id: 0 for s in decision.starts}
     full = {**planned, **starts}
     assert set(full) == {j.id for j in inst.jobs}
-    assert objectives.evaluate("slowdown", inst, full) == decision.objective
+    assert objectives.objective("slowdown").value(inst, full) == decision.objective
     work = np.array(snap.free)
     for s in decision.starts:
         for k in s.nodes:

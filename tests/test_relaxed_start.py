@@ -8,11 +8,12 @@ from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
 from cpdispatch.dispatchers import make_dispatcher
-from cpdispatch.dispatchers.cp.greedy import greedy_plan, plan_objective
+from cpdispatch.dispatchers.cp.greedy import greedy_plan
 from cpdispatch.dispatchers.cp.instance import CpJob, CpRunning, Instance
 from cpdispatch.dispatchers.cp.models.hcp import HcpModel
 from cpdispatch.dispatchers.cp.models.pcp20 import Pcp20Dispatcher, Pcp20Model
 from cpdispatch.dispatchers.cp.models.pcp20.relaxed_start import relaxed_start
+from cpdispatch.dispatchers.cp.objectives import objective
 from cpdispatch.dispatchers.cp.policies import SolveLimits
 from cpdispatch.snapshot import RunningJob
 from cpdispatch.system import NodeGroup, System
@@ -37,12 +38,12 @@ def optimum(bm: Pcp20Model | HcpModel) -> int:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances())
 def test_valid_plan_below_the_exact_optimum_and_proven_only_at_it(inst: Instance) -> None:
-    found = relaxed_start(Pcp20Dispatcher(), inst, "slowdown", greedy_plan(inst), LIMITS)
+    found = relaxed_start(Pcp20Dispatcher(), inst, objective("slowdown"), greedy_plan(inst), LIMITS)
     assert found is not None
     check_plan(inst, found.plan)
-    assert found.value == plan_objective("slowdown", inst, found.plan)
+    assert found.value == objective("slowdown").value(inst, found.plan)
     exact = optimum(pcp20_model(inst, "slowdown"))
-    assert optimum(HcpModel(inst, "slowdown")) <= exact <= found.value
+    assert optimum(HcpModel(inst, objective("slowdown"))) <= exact <= found.value
     if found.proven:
         assert found.value == exact
 
@@ -69,7 +70,7 @@ def test_a_relaxed_plan_the_nodes_cannot_hold_is_shifted_and_not_proven() -> Non
     solve the exact model."""
     inst = make_instance(PAIR, [CpJob("a", 1, (2, 1), 5, 0), CpJob("b", 1, (1, 0), 2, 3)],
                          [CpRunning("r", 2, (1, 0), 4, on(0, 1))])
-    found = relaxed_start(Pcp20Dispatcher(), inst, "slowdown", greedy_plan(inst), LIMITS)
+    found = relaxed_start(Pcp20Dispatcher(), inst, objective("slowdown"), greedy_plan(inst), LIMITS)
     assert found is not None and not found.proven and found.plan.starts == {"a": 4, "b": 0}
     ready = Pcp20Dispatcher().ready(inst)
     assert not ready.proven and ready.greedy is not None and ready.greedy.starts == {"a": 4, "b": 0}

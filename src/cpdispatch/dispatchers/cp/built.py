@@ -8,6 +8,7 @@ from ortools.sat.python import cp_model
 
 from . import greedy
 from .instance import Instance, Plan
+from .objectives import Objective
 
 
 class Model(cp_model.CpModel):
@@ -34,13 +35,13 @@ class BuiltModel:
     model variable) and `extract` (read a plan back from a solved model; `complete` may add what is
     derived from it, e.g. pcp20's fluid placements, once for the plan kept rather than at every
     solution found). `until`: the caller needs the nodes of the jobs starting at or before it only
-    (the front end: those starting now); None: every job. `objective_kind` names the objective
-    from `objectives.KINDS`.
+    (the front end: those starting now); None: every job. `goal` is the objective it minimises
+    (None: feasibility only).
     """
 
-    def __init__(self, instance: Instance, objective_kind: str) -> None:
+    def __init__(self, instance: Instance, goal: Objective | None) -> None:
         self.instance = instance
-        self.objective_kind = objective_kind
+        self.goal = goal
         self.model: cp_model.CpModel = Model()
         self.start_vars: dict[str, cp_model.IntVar] = {}
 

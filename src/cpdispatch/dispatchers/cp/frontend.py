@@ -34,8 +34,9 @@ from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
 from ..base import Dispatcher, Paper
 from .built import BuiltModel, ModelTooLarge
 from .fitting import extract_starts, fast_path
-from .greedy import greedy_plan, left_shifted, plan_objective
+from .greedy import greedy_plan, left_shifted
 from .instance import Instance, Plan
+from .objectives import SLOWDOWN, Objective
 from .option_sets import cp_options
 from .options import FitNow, FrontEnd
 from .outcome import Outcome, Ready
@@ -48,7 +49,8 @@ from .status import Status, with_suffixes
 
 
 class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
-    """Base of every CP dispatcher. Subclasses set `objective_kind` and implement `build`.
+    """Base of every CP dispatcher. Subclasses set `goal` (the objective they minimise) and
+    implement `build`.
 
     Class attributes that say which version it is (not options): `selection` "fit-now" (CP'19
     versions, PCP'20) or "queue" (HCP and PCP base, eurora14: the first jobs in queue order,
@@ -56,7 +58,7 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     the end of the horizon). What the version's paper sets is in its options (`cp_options`).
     """
 
-    objective_kind: ClassVar[str] = "slowdown"
+    goal: Objective = SLOWDOWN
     selection: ClassVar[str] = "fit-now"
     postpone_rest: ClassVar[bool] = False
     options = cp_options()
@@ -109,11 +111,11 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
 
     @property
     def weighs_jobs(self) -> bool:
-        return self.objective_kind != "makespan"
+        return self.goal.kind != "makespan"
 
     def plan_value(self, inst: Instance, plan: Plan) -> int:
         """The objective value of `plan`, as the model computes it."""
-        return plan_objective(self.objective_kind, inst, plan)
+        return self.goal.value(inst, plan)
 
     # -- prioritise and select ----------------------------------------------------------------
 

@@ -27,7 +27,6 @@ import numpy as np
 
 from ...allocators import best_fit
 from ...system import units_fitting
-from . import objectives
 from .instance import CpJob, Instance, Plan
 
 #: A window of at most this many (segment x node x type) amounts is reduced with one dense numpy
@@ -269,8 +268,3 @@ def _within(
     vec = np.asarray(req, dtype=np.int64)
     capped = np.where(vec > 0, np.minimum(low[keep], allowed[keep][:, None] * vec), low[keep])
     return cand[keep], capped
-
-
-def plan_objective(kind: str, instance: Instance, starts: Mapping[str, int] | Plan) -> int:
-    """The objective `kind` of a plan (or of start times), as the models compute it."""
-    return objectives.evaluate(kind, instance, starts.starts if isinstance(starts, Plan) else starts)

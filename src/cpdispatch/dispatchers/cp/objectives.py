@@ -1,7 +1,8 @@
 """The papers' objectives as integer linear expressions over start variables (CP-SAT needs
 integer coefficients), and the same objectives evaluated on a plan (for the greedy, tests and
-the never-worse-than-greedy guarantee). Each is an `Objective` (`objective(kind)`) that posts its
-expression and helper variables, evaluates a plan and hints its helpers from a plan's starts.
+the never-worse-than-greedy guarantee). Each is one `Objective` (`objective(kind)`), held by the
+dispatchers that minimise it: it posts its expression and helper variables into a model (`Posted`,
+which hints those helpers from a plan) and evaluates a plan.
 
 Scaling: the papers' slowdown sum_j (w_j + s_j + d_j) / d_j is minimised as sum_j c_j * s_j with
 c_j proportional to 1 / d_j; the constant part does not change the argmin. The weights are exact
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ortools.sat.python import cp_model
 
-from .instance import CpJob, Instance
+from .instance import CpJob, Instance, Plan
 
 #: sum(weights) * span stays below this: CP-SAT rejects objectives that may reach about 2^62,
 #: and leaves some room for its own sums.
@@ -96,18 +98,11 @@ def late_weights(instance: Instance) -> tuple[int, ...]:
 
 
 class Objective:
-    """One objective: its expression over a model's start variables (with whatever helper
-    variables it needs), its value on a plan, and the hint of those helpers from a plan's starts.
-
-    An object serves one model: `post` remembers the jobs and helper variables it posted, and
-    `hint` hints those (helpers are named, e.g. ``tard_<id>``, for reading a model; nothing reads
-    the names back)."""
+    """One objective: its expression over a model's start variables (`post`, with whatever helper
+    variables it needs), its value on a plan (`value`), and the hint of its helpers from a plan
+    (`Posted.hint`). Stateless: a dispatcher holds one, and each model keeps what `post` returns."""
 
     kind = ""
-
-    def __init__(self) -> None:
-        self.jobs: tuple[CpJob, ...] = ()
-        self.helpers: list[tuple[cp_model.IntVar, CpJob]] = []
 
     def weights(self, instance: Instance) -> tuple[int, ...]:
         """Each job's integer coefficient (in `instance.jobs` order)."""
@@ -116,45 +111,65 @@ class Objective:
     def post(
         self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar],
         jobs: Sequence[CpJob] | None = None,
-    ) -> cp_model.LinearExprT:
-        """Post the helper variables and return the expression to minimise over `jobs` (default:
-        the instance's), weighted as in the whole instance so that bounds computed by `value` on
-        the instance keep their scale."""
-        self.jobs = instance.jobs if jobs is None else tuple(jobs)
-        self.helpers = []
-        return self._post(model, instance, start_vars)
+    ) -> Posted:
+        """Post the helper variables and the expression to minimise over `jobs` (default: the
+        instance's), weighted as in the whole instance so that bounds computed by `value` on the
+        instance keep their scale."""
+        posted = Posted(self, instance.jobs if jobs is None else tuple(jobs))
+        posted.expression = self._post(model, instance, start_vars, posted)
+        return posted
 
     def _post(
-        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar], posted: Posted
     ) -> cp_model.LinearExprT:
         raise NotImplementedError
 
-    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
-        """The value (as the model computes it) of start times `starts` (relative) of every job."""
+    def value(self, instance: Instance, plan: Mapping[str, int] | Plan) -> int:
+        """The value (as the model computes it) of a plan, or of the start times (relative) of
+        every job."""
+        return self._value(instance, plan.starts if isinstance(plan, Plan) else plan)
+
+    def _value(self, instance: Instance, starts: Mapping[str, int]) -> int:
         raise NotImplementedError
 
-    def hint(self, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
-        """Hint the helper variables of `post` from `starts` (a start for each posted job)."""
-        for var, job in self.helpers:
+    def hint(self, posted: Posted, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
+        for var, job in posted.helpers:
             model.add_hint(var, self._helper_value(job, starts[job.id]))
 
     def _helper_value(self, job: CpJob, start: int) -> int:
         raise NotImplementedError
 
-    def _coefficients(self, instance: Instance) -> list[int]:
+    def _coefficients(self, instance: Instance, jobs: Sequence[CpJob]) -> list[int]:
         of = dict(zip((j.id for j in instance.jobs), self.weights(instance)))
-        return [of[j.id] for j in self.jobs]
+        return [of[j.id] for j in jobs]
+
+
+@dataclass
+class Posted:
+    """An objective as posted into one model: its expression, the jobs it covers and its helper
+    variables (named, e.g. ``tard_<id>``, for reading a model; nothing reads the names back)."""
+
+    objective: Objective
+    jobs: tuple[CpJob, ...]
+    expression: cp_model.LinearExprT = 0
+    helpers: list[tuple[cp_model.IntVar, CpJob]] = field(default_factory=list)
+    var: cp_model.IntVar | None = None  # the makespan's one helper
+
+    def hint(self, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
+        """Hint the helper variables from `starts` (a start for each posted job)."""
+        self.objective.hint(self, model, instance, starts)
 
 
 class _WeightedStarts(Objective):
     """sum_j c_j * s_j: no helper variable."""
 
     def _post(
-        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar], posted: Posted
     ) -> cp_model.LinearExprT:
-        return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in self.jobs], self._coefficients(instance))
+        return cp_model.LinearExpr.weighted_sum([start_vars[j.id] for j in posted.jobs],
+                                                self._coefficients(instance, posted.jobs))
 
-    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+    def _value(self, instance: Instance, starts: Mapping[str, int]) -> int:
         return sum(c * starts[j.id] for c, j in zip(self.weights(instance), instance.jobs))
 
 
@@ -185,15 +200,16 @@ class Tardiness(Objective):
         return ewt_weights(instance)
 
     def _post(
-        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar], posted: Posted
     ) -> cp_model.LinearExprT:
-        for j in self.jobs:
+        for j in posted.jobs:
             t = model.new_int_var(0, max(0, instance.horizon + j.wait), f"tard_{j.id}")
             model.add(t >= start_vars[j.id] + j.wait - j.ewt)
-            self.helpers.append((t, j))
-        return cp_model.LinearExpr.weighted_sum([t for t, _ in self.helpers], self._coefficients(instance))
+            posted.helpers.append((t, j))
+        return cp_model.LinearExpr.weighted_sum([t for t, _ in posted.helpers],
+                                                self._coefficients(instance, posted.jobs))
 
-    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+    def _value(self, instance: Instance, starts: Mapping[str, int]) -> int:
         return sum(c * self._helper_value(j, starts[j.id]) for c, j in zip(self.weights(instance), instance.jobs))
 
     def _helper_value(self, job: CpJob, start: int) -> int:
@@ -209,20 +225,20 @@ class LateJobs(Objective):
         return late_weights(instance)
 
     def _post(
-        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar], posted: Posted
     ) -> cp_model.LinearExprT:
-        for j in self.jobs:
+        for j in posted.jobs:
             late = model.new_bool_var(f"late_{j.id}")
             # late <=> s + w > ewt; only the direction that the minimisation needs is posted
             model.add(start_vars[j.id] + j.wait <= j.ewt).only_enforce_if(~late)
-            self.helpers.append((late, j))
-        lates = [late for late, _ in self.helpers]
-        coefs = self._coefficients(instance)
+            posted.helpers.append((late, j))
+        lates = [late for late, _ in posted.helpers]
+        coefs = self._coefficients(instance, posted.jobs)
         if all(c == 1 for c in coefs):
             return cp_model.LinearExpr.sum(lates)
         return cp_model.LinearExpr.weighted_sum(lates, coefs)
 
-    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+    def _value(self, instance: Instance, starts: Mapping[str, int]) -> int:
         return sum(c for c, j in zip(self.weights(instance), instance.jobs) if self._helper_value(j, starts[j.id]))
 
     def _helper_value(self, job: CpJob, start: int) -> int:
@@ -234,26 +250,22 @@ class Makespan(Objective):
 
     kind = "makespan"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.var: cp_model.IntVar | None = None
-
     def _post(
-        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar]
+        self, model: cp_model.CpModel, instance: Instance, start_vars: Mapping[str, cp_model.IntVar], posted: Posted
     ) -> cp_model.LinearExprT:
         lower = max((r.remaining for r in instance.running), default=0)
-        upper = instance.horizon + max((j.duration for j in self.jobs), default=0)
-        self.var = mk = model.new_int_var(lower, upper, "makespan")
-        for j in self.jobs:
+        upper = instance.horizon + max((j.duration for j in posted.jobs), default=0)
+        posted.var = mk = model.new_int_var(lower, upper, "makespan")
+        for j in posted.jobs:
             model.add(mk >= start_vars[j.id] + j.duration)
         return mk
 
-    def value(self, instance: Instance, starts: Mapping[str, int]) -> int:
+    def _value(self, instance: Instance, starts: Mapping[str, int]) -> int:
         return _last_end(instance.jobs, instance, starts)
 
-    def hint(self, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
-        if self.var is not None:
-            model.add_hint(self.var, _last_end(self.jobs, instance, starts))
+    def hint(self, posted: Posted, model: cp_model.CpModel, instance: Instance, starts: Mapping[str, int]) -> None:
+        if posted.var is not None:
+            model.add_hint(posted.var, _last_end(posted.jobs, instance, starts))
 
 
 def _last_end(jobs: Sequence[CpJob], instance: Instance, starts: Mapping[str, int]) -> int:
@@ -261,17 +273,14 @@ def _last_end(jobs: Sequence[CpJob], instance: Instance, starts: Mapping[str, in
     return max(ends, default=0)
 
 
-_OBJECTIVES: dict[str, type[Objective]] = {c.kind: c for c in (Slowdown, Tardiness, EwtWait, Makespan, LateJobs)}
+#: each objective, by `kind` (stateless: one object serves every model)
+OBJECTIVES: dict[str, Objective] = {o.kind: o for o in (Slowdown(), Tardiness(), EwtWait(), Makespan(), LateJobs())}
+SLOWDOWN, TARDINESS, EWT_WAIT, MAKESPAN = (OBJECTIVES[k] for k in ("slowdown", "tardiness", "ewt_wait", "makespan"))
 
 
 def objective(kind: str) -> Objective:
-    """A new objective `kind` (one of `KINDS`), to post into one model."""
-    cls = _OBJECTIVES.get(kind)
-    if cls is None:
+    """The objective `kind` (one of `KINDS`)."""
+    found = OBJECTIVES.get(kind)
+    if found is None:
         raise ValueError(f"unknown objective {kind!r} (known: {', '.join(KINDS)})")
-    return cls()
-
-
-def evaluate(kind: str, instance: Instance, starts: Mapping[str, int]) -> int:
-    """The objective value (as the model computes it) of start times `starts` (relative)."""
-    return objective(kind).value(instance, starts)
+    return found

@@ -64,10 +64,10 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from ....base import Paper, registered
-from ... import objectives
 from ...built import BuiltModel
 from ...frontend import CpDispatcher
 from ...instance import Instance, Plan
+from ...objectives import objective
 from ...option_sets import cp_options
 from ...options import PerNode, family, option, options_of, with_help
 from ...outcome import Outcome, Ready
@@ -95,14 +95,10 @@ def composite_bounds(kinds: tuple[str, ...], thetas: dict[str, int], tolerance: 
     return {k: tolerance_bound(thetas[k], tolerance) for k in kinds[1:] if k in thetas}
 
 
-def _value(inst: Instance, kind: str, plan: Plan) -> int:
-    return objectives.evaluate(kind, inst, plan.starts)
-
-
 def _rank(inst: Instance, primary: str, bounds: dict[str, int], plan: Plan) -> tuple[int, int]:
     """(bounds violated, primary value): how plans compare."""
-    violated = sum(_value(inst, k, plan) > b for k, b in bounds.items())
-    return violated, _value(inst, primary, plan)
+    violated = sum(objective(k).value(inst, plan) > b for k, b in bounds.items())
+    return violated, objective(primary).value(inst, plan)
 
 
 @family
@@ -121,7 +117,6 @@ class Eurora14(CpDispatcher, EuroraOptions, PerNode):
     name = "eurora14"
     summary = "Eurora'14: rolling-horizon job units on nodes, makespan/tardiness/late jobs and composites"
     selection = "queue"
-    objective_kind = "makespan"
     #: CP Optimizer's default search (Sect. 4); the 2014 dispatcher plans every queued job
     options = with_help(
         cp_options(fit_now=False, policies=("fast",), paper_policy="one-solve", q_length=100, clamp=True,
@@ -133,6 +128,7 @@ class Eurora14(CpDispatcher, EuroraOptions, PerNode):
     def __init__(self, **values: Any) -> None:
         super().__init__(**values)
         self.kinds = OBJECTIVES[self.objective]
+        self.goal = objective(self.kinds[0])
 
     def check(self, v: Mapping[str, Any]) -> str | None:
         problem = super().check(v)
@@ -152,10 +148,8 @@ class Eurora14(CpDispatcher, EuroraOptions, PerNode):
         return None
 
     def model(self, instance: Instance, kind: str, bounds: dict[str, int] | None = None) -> PerNodeModel:
-        return PerNodeModel(instance, kind, free_now=False, redundant=self.redundant, bounds=bounds, layout=self.layout)
-
-    def plan_value(self, inst: Instance, plan: Plan) -> int:
-        return _value(inst, self.kinds[0], plan)
+        return PerNodeModel(instance, objective(kind), free_now=False, redundant=self.redundant, bounds=bounds,
+                            layout=self.layout)
 
     def optimise(self, ready: Ready) -> Outcome:
         """Pure phases for the constrained objectives (their theta), then the primary objective
@@ -166,12 +160,12 @@ class Eurora14(CpDispatcher, EuroraOptions, PerNode):
         plans: list[Plan] = [greedy] if greedy is not None else []
         thetas: dict[str, int] = {}
         for kind in self.kinds[1:]:
-            hint = min(plans, key=partial(_value, inst, kind)) if plans and self.hint else None
+            hint = min(plans, key=partial(objective(kind).value, inst)) if plans and self.hint else None
             _, plan = self.solve_once(self.model(inst, kind), hint, *self.timing.first_solve())
             if plan is not None:
                 plans.append(plan)
             if plans:
-                thetas[kind] = min(_value(inst, kind, p) for p in plans)
+                thetas[kind] = min(objective(kind).value(inst, p) for p in plans)
         built, status, final, bounds = self.composite(inst, plans, composite_bounds(self.kinds, thetas, self.tolerance))
         return self.keep(inst, built, status == cp_model.OPTIMAL, final, plans, greedy, bounds)
 
@@ -200,16 +194,16 @@ class Eurora14(CpDispatcher, EuroraOptions, PerNode):
         if not self.fallback:
             if final is None:
                 return Outcome(None, Status.UNSOLVED, None, False, built, inst)
-            return Outcome(final, solved_status, _value(inst, primary, final), True, built, inst)
+            return Outcome(final, solved_status, objective(primary).value(inst, final), True, built, inst)
         if final is not None:
             plans.append(final)
         if not plans:
             return Outcome(None, Status.NO_PLAN, None, False, built, inst)
         best = min(plans, key=partial(_rank, inst, primary, bounds))
-        if final is not None and _value(inst, primary, best) == _value(inst, primary, final):
+        if final is not None and objective(primary).value(inst, best) == objective(primary).value(inst, final):
             status, best = solved_status, final
         elif best is greedy:
             status = Status.NO_SOLUTION if final is None else Status.GREEDY_BETTER
         else:
             status = Status.PHASE
-        return Outcome(best, status, _value(inst, primary, best), final is not None, built, inst)
+        return Outcome(best, status, objective(primary).value(inst, best), final is not None, built, inst)

@@ -19,15 +19,16 @@ from ....base import registered
 from ...built import BuiltModel
 from ...frontend import CpDispatcher
 from ...instance import Instance
+from ...objectives import EWT_WAIT, SLOWDOWN
 from ...option_sets import cp_options
 from .model import HcpModel
 
 
 class _Hcp(CpDispatcher):
-    objective_kind = "ewt_wait"
+    goal = EWT_WAIT
 
     def build(self, instance: Instance) -> BuiltModel:
-        return HcpModel(instance, self.objective_kind)
+        return HcpModel(instance, self.goal)
 
 
 @registered()
@@ -57,5 +58,5 @@ class Hcp2(_Hcp):
 class Hcp3(_Hcp):
     name = "hcp3"
     summary = "HCP'19 (= HCP3): slowdown priority and objective, cumulative on totals, best-fit allocation"
-    objective_kind = "slowdown"
+    goal = SLOWDOWN
     options = cp_options(clamp=True, priority="slowdown")

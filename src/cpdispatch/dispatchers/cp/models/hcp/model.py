@@ -8,7 +8,7 @@ from ortools.sat.python import cp_model
 
 from ...built import BuiltModel
 from ...instance import Instance, Plan
-from ...objectives import objective
+from ...objectives import Objective
 
 
 class HcpModel(BuiltModel):
@@ -16,8 +16,8 @@ class HcpModel(BuiltModel):
     [horizon - d, horizon); a cumulative per requested type on the system total. A running job
     whose remaining time is <= 0 (no clamp) holds nothing."""
 
-    def __init__(self, instance: Instance, objective_kind: str) -> None:
-        super().__init__(instance, objective_kind)
+    def __init__(self, instance: Instance, goal: Objective) -> None:
+        super().__init__(instance, goal)
         m, h = self.model, instance.horizon
         totals = instance.system.totals
         kinds = [k for k in range(len(totals)) if any(j.req[k] > 0 for j in instance.jobs + instance.postponed)]
@@ -42,7 +42,7 @@ class HcpModel(BuiltModel):
         for k in kinds:
             pairs = [(iv, d) for iv, d in zip(intervals, demands[k]) if d > 0]
             m.add_cumulative([iv for iv, _ in pairs], [d for _, d in pairs], totals[k])
-        m.minimize(objective(objective_kind).post(m, instance, self.start_vars))
+        m.minimize(goal.post(m, instance, self.start_vars).expression)
 
     def add_hint(self, plan: Plan) -> None:
         h = self.instance.horizon

@@ -18,6 +18,7 @@ from ....base import registered
 from ...built import BuiltModel
 from ...frontend import CpDispatcher
 from ...instance import Instance
+from ...objectives import SLOWDOWN, TARDINESS
 from ...option_sets import cp_options
 from ...options import PerNode, options_of
 from .model import PerNodeModel
@@ -35,11 +36,11 @@ class PerNodeDispatcher(CpDispatcher, PerNode):
     the model, which its fit-now selection never passed, and here the solver's plan would then miss
     a job that the greedy plan and the objective count. It still cannot start now."""
 
-    objective_kind = "tardiness"
+    goal = TARDINESS
     options = cp_options(clamp=False, priority="ewt") + options_of(PerNode)
 
     def build(self, instance: Instance) -> BuiltModel:
-        return PerNodeModel(instance, self.objective_kind, free_now=self.free_now, redundant=self.redundant,
+        return PerNodeModel(instance, self.goal, free_now=self.free_now, redundant=self.redundant,
                             layout=self.layout, plan_blocked=True)
 
 
@@ -71,6 +72,6 @@ class Pcp2(PerNodeDispatcher):
 class Pcp3(PerNodeDispatcher):
     name = "pcp3"
     summary = "PCP'19 (= PCP3): slowdown priority and objective, per-node allocation in CP"
-    objective_kind = "slowdown"
+    goal = SLOWDOWN
     options = cp_options(clamp=True, priority="slowdown") + options_of(PerNode)
 

@@ -177,7 +177,7 @@ class PerNodeModel(BuiltModel):
     the full capacity (PCP base, Eurora'14). `redundant`: add the per-type total cumulative.
     `layout`: "counts" (unit counts per node) or "units" (the paper's unit intervals).
     `bounds`: extra constraints `objective(kind) <= value` (the 2014 composite objectives).
-    `objective_kind=None` posts no objective (feasibility only).
+    `goal=None` posts no objective (feasibility only).
 
     Jobs that cannot get n_j units from their candidate nodes (with `free_now`: those that cannot
     start now, which PCP1-3's fit-now selection never passes) are left out of the model, listed in
@@ -190,7 +190,7 @@ class PerNodeModel(BuiltModel):
     def __init__(
         self,
         instance: Instance,
-        objective_kind: str | None,
+        goal: objectives.Objective | None,
         *,
         free_now: bool = True,
         redundant: bool = True,
@@ -200,7 +200,7 @@ class PerNodeModel(BuiltModel):
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-        super().__init__(instance, objective_kind or "")
+        super().__init__(instance, goal)
         self.free_now = free_now
         self.layout = layout
         #: per job: the most units each node may take (0 = not a candidate), over all nodes
@@ -222,13 +222,13 @@ class PerNodeModel(BuiltModel):
         if redundant and self.kept:
             self._post_total_cumulatives(running)
         #: the objective minimised (None: feasibility only), then the bounded ones, as posted
-        self.objective = objectives.objective(objective_kind) if objective_kind else None
-        self.goals: list[objectives.Objective] = [] if self.objective is None else [self.objective]
-        if self.objective is not None:
-            self.model.minimize(self.objective.post(self.model, instance, self.start_vars, self.kept))
+        self.goals: list[objectives.Posted] = []
+        if goal is not None:
+            self.goals.append(goal.post(self.model, instance, self.start_vars, self.kept))
+            self.model.minimize(self.goals[0].expression)
         for kind, value in (bounds or {}).items():
-            bound = objectives.objective(kind)
-            self.model.add(bound.post(self.model, instance, self.start_vars, self.kept) <= value)
+            bound = objectives.objective(kind).post(self.model, instance, self.start_vars, self.kept)
+            self.model.add(bound.expression <= value)
             self.goals.append(bound)
 
     # -- the model, part by part ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from ....base import registered
 from ...built import BuiltModel
 from ...frontend import CpDispatcher
 from ...instance import Instance
+from ...objectives import SLOWDOWN
 from ...option_sets import cp_options
 from ...options import options_of
 from ...options import values as family_value
@@ -35,7 +36,7 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
     summary = ("PCP'20: joint scheduling and allocation, one NoOverlap2D per resource type (size independent "
                "of nodes); with the default reductions a type whose units all need 1 of it (every "
                "single-type SWF trace) gets a cumulative instead, nodes chosen after solving")
-    objective_kind = "slowdown"
+    goal = SLOWDOWN
     #: a tenth of the other CP dispatchers' fast budget, and as good (docs/pcp20-notes.md); the
     #: paper's priority (-slowdown, d, area) (notes 3.2 step 2), time policy and search
     options = (cp_options(clamp=True, priority="slowdown", reallocate=True, fast_budget=0.0005,
@@ -51,7 +52,7 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         self.model_options = family_value(Pcp20Options, self)
         self._stage2 = SecondStage(
             self.stage2, SolveLimits(self.initial_limit, self.stage2_budget, True, self.fast_conflicts),
-            self.reductions, self.objective_kind, instance=self.instance, build=self.build, solve=self.solve_once)
+            self.reductions, self.goal, instance=self.instance, build=self.build, solve=self.solve_once)
 
     def refine(
         self, snapshot: Snapshot, ordered: list[QueuedJob], starts: tuple[Start, ...]
@@ -80,7 +81,7 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         if not (ready.too_large or (isinstance(ready.built, Pcp20Model) and ready.built.places_units)):
             return ready
         wall = 0.0 if self.deterministic_time > 0 else self.initial_limit  # the fast policy's safety cap
-        found = relaxed_start(self, inst, self.objective_kind, greedy,
+        found = relaxed_start(self, inst, self.goal, greedy,
                               SolveLimits(wall, self.relaxed_start, True, self.fast_conflicts))
         if found is not None and found.value <= value:  # as good: the greedy plan is optimal too if proven
             if found.value < value:
@@ -94,4 +95,4 @@ class Pcp20Dispatcher(CpDispatcher, Pcp20Options):
         return built
 
     def prepare(self, instance: Instance) -> BuiltModel:
-        return Pcp20Model(instance, self.objective_kind, self.model_options, post=False)
+        return Pcp20Model(instance, self.goal, self.model_options, post=False)

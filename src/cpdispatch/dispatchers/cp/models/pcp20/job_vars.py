@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from ...instance import CpJob
+from ...objectives import Objective
 from .axes import UnitGeometry, spread
 
 
@@ -120,7 +121,7 @@ def _order_units(m: cp_model.CpModel, jv: JobVars, all_different: bool) -> None:
             m.add(v1 <= v2)
 
 
-def break_job_symmetry(m: cp_model.CpModel, jobs: list[JobVars], objective_kind: str) -> None:
+def break_job_symmetry(m: cp_model.CpModel, jobs: list[JobVars], goal: Objective) -> None:
     """Identical queued jobs (same units, request, duration, weight and, unless the objective is
     the slowdown, same wait and EWT) are interchangeable: start them in priority order, so that
     CP-SAT's own symmetry breaking does not pick another order than the hint's (the greedy plan,
@@ -129,7 +130,7 @@ def break_job_symmetry(m: cp_model.CpModel, jobs: list[JobVars], objective_kind:
     for jv in jobs:
         j = jv.job
         key: tuple[object, ...] = (j.units, j.req, max(1, j.duration), j.one_per_node, j.weight)
-        if objective_kind != "slowdown":
+        if goal.kind != "slowdown":
             key += (j.wait, j.ewt)
         if key in last:
             m.add(last[key] <= jv.start)

@@ -63,13 +63,14 @@ class Pcp20Model(BuiltModel):
     def __init__(
         self,
         instance: Instance,
-        objective_kind: str = "slowdown",
+        goal: objectives.Objective = objectives.SLOWDOWN,
         options: Pcp20Options | None = None,
         *,
         reductions: Reductions | None = None,
         post: bool = True,
     ) -> None:
-        super().__init__(instance, objective_kind)
+        super().__init__(instance, goal)
+        self.goal: objectives.Objective = goal
         self.options = opts = options if options is not None else declared(Pcp20Options)
         self.axes = axes_of(instance.system)
         self.hint_complete = False
@@ -103,14 +104,14 @@ class Pcp20Model(BuiltModel):
         self.jobs = [post_job(m, sh.job, sh.geo, inst.horizon, sh.fluid, all_different=self.options.all_different,
                               sparse_domains=self.options.sparse_domains) for sh in self.shapes]
         self.start_vars.update((jv.job.id, jv.start) for jv in self.jobs)
-        break_job_symmetry(m, self.jobs, self.objective_kind)
+        break_job_symmetry(m, self.jobs, self.goal)
         resources = Resources(m)
         for t, load in self.loads.items():
             resources.post(t, [jv for jv in self.jobs if t in jv.geo.types], load, self.options.implied_cumulative)
         self.walls = resources.walls  # see `resources.add_no_overlap_2d`
         self.running_intervals = len(resources.running_x)  # fixed [0, remaining): one constraint each
-        self.objective = objectives.objective(self.objective_kind)
-        m.minimize(self.objective.post(m, inst, self.start_vars))
+        self.posted = self.goal.post(m, inst, self.start_vars)
+        m.minimize(self.posted.expression)
 
     @property
     def places_units(self) -> bool:
@@ -157,7 +158,7 @@ class Pcp20Model(BuiltModel):
         """Hint every variable from a complete plan (start and node of every unit of every job;
         `hints`); `hint_complete` says whether every position was placed."""
         self.hint_complete = hint_plan(self.model, self.jobs, self.running, self.axes, self.walls, plan)
-        self.objective.hint(self.model, self.instance, plan.starts)
+        self.posted.hint(self.model, self.instance, plan.starts)
 
     def extract(self, solver: object) -> Plan:
         """The plan of the solver's (or solution callback's) current solution."""

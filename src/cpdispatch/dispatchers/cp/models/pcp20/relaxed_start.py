@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 
 from ...greedy import left_shifted
 from ...instance import Instance, Plan
+from ...objectives import Objective
 from ...policies import SolveLimits, Solver
 from ..hcp.model import HcpModel
 
@@ -36,11 +37,11 @@ class RelaxedStart(NamedTuple):
 
 
 def relaxed_start(
-    solver: Solver, inst: Instance, objective_kind: str, hint: Plan | None, limits: SolveLimits
+    solver: Solver, inst: Instance, goal: Objective, hint: Plan | None, limits: SolveLimits
 ) -> RelaxedStart | None:
     """Solve the relaxation of `inst` from `hint` within `limits`; None when it finds no plan or
     its order fits at no time on the nodes."""
-    relaxed = HcpModel(inst, objective_kind)
+    relaxed = HcpModel(inst, goal)
     status, plan = solver.solve_once(relaxed, hint, *limits)
     if plan is None:
         return None

@@ -39,11 +39,11 @@ from ortools.sat.python import cp_model
 
 from .....snapshot import Allocation, PlacementReport, QueuedJob, Snapshot, Start
 from .....system import units_fitting
-from ... import objectives
 from ...built import BuiltModel, ModelTooLarge
 from ...fitting import take
-from ...greedy import greedy_plan, plan_objective
+from ...greedy import greedy_plan
 from ...instance import CpJob, CpRunning, Instance, Plan
+from ...objectives import Objective
 from ...policies import SolveLimits
 from .axes import axes_of
 from .model import Pcp20Model
@@ -63,14 +63,14 @@ class SecondStage:
     (`build`), solves it once from a hint (`solve`), and its objective."""
 
     def __init__(
-        self, queued: int, limits: SolveLimits, reductions: bool, objective_kind: str, *,
+        self, queued: int, limits: SolveLimits, reductions: bool, goal: Objective, *,
         instance: Callable[[Snapshot, list[QueuedJob]], Instance], build: Callable[[Instance], BuiltModel],
         solve: Callable[..., tuple[Any, Plan | None]],
     ) -> None:
         self.queued = queued
         self.limits = limits
         self.reductions = reductions
-        self.objective_kind = objective_kind
+        self.goal = goal
         self.instance = instance
         self.build = build
         self.solve = solve
@@ -133,19 +133,19 @@ class SecondStage:
             if jv.job.id in movable:
                 model.model.add(jv.start == 0)
         stay = _stay_literals(model, movable)
-        kind = self.objective_kind
+        goal = self.goal
         free = self._solve(model, hint)
-        if free is None or plan_objective(kind, sub, free) >= plan_objective(kind, sub, hint):
+        if free is None or goal.value(sub, free) >= goal.value(sub, hint):
             return starts, "kept", model.variables, 0
         model.model.add_assumptions(stay)  # every unit where it is
         kept = self._solve(model, hint) or hint
         model.model.clear_assumptions()
-        value = plan_objective(kind, sub, free)
-        if value >= plan_objective(kind, sub, kept):
+        value = goal.value(sub, free)
+        if value >= goal.value(sub, kept):
             return starts, "order", model.variables, 0
         # as good for the queued jobs, moving as few units as possible: the first stage's placement
         # (demand-aware) also keeps room for jobs not yet submitted, which this model does not see
-        model.model.add(objectives.objective(kind).post(model.model, sub, model.start_vars) <= value)
+        model.model.add(goal.post(model.model, sub, model.start_vars).expression <= value)
         model.model.maximize(sum(stay))
         best = (self._solve(model, free) if stay else None) or free
         moved = _enactable(snapshot, model, starts, best)
