@@ -198,22 +198,14 @@ class Pcp20Model(BuiltModel):
 
     @property
     def solver_parameters(self) -> dict[str, object]:
-        """CP-SAT parameters this model solves best with (for the front end to apply). Always: no
-        transitive closure of the precedences at load (`transitive_precedences_work_limit` 0):
-        on the chains of `break_job_symmetry` it took most of a small solve, and no propagator
-        of these models reads it (same solutions). With boxes: presolve off (slow on NoOverlap2D
-        boxes, and the search proves more without it in a decision's time), no hint-following
-        phase (`hint_conflict_limit` 0: see `resources.add_no_overlap_2d`), and no
-        `Precedences2DPropagator` (it rescans every pair of boxes linked by a linear relation at
-        each propagation, outside the deterministic time, without changing the decisions). The
-        hint still guides the search and bounds the objective. Without boxes (fluid types only):
-        no linear relaxation (it cost solve time without improving the objectives on balance), no
-        presolve (it finds nothing to reduce in start variables under cumulatives), no symmetry
-        detection (`break_job_symmetry` already orders the only symmetric jobs; the detection cost
-        a tenth of a small solve and left the solutions as they were) and, without `hint_replay`,
-        no hint-following phase either: the complete hint is already CP-SAT's first solution, and
-        following it again took half of a small solve's wall time, but what the search finds from
-        there shortened some waits. Measurements: docs/pcp20-notes.md."""
+        """CP-SAT parameters this model solves best with (the front end applies them); none
+        changes which solutions exist. Always: no transitive closure of the precedences (no
+        propagator of these models reads it). With boxes: no presolve, no hint-following phase
+        (`resources.add_no_overlap_2d`), no `Precedences2DPropagator` (it works outside the
+        deterministic time). With fluid types only: no linear relaxation, presolve or symmetry
+        detection (`break_job_symmetry` orders the only symmetric jobs), and no hint-following
+        phase without `hint_replay` (the complete hint already is the first solution). Why each,
+        measured: docs/pcp20-notes.md."""
         common = {"transitive_precedences_work_limit": 0, "cp_model_presolve": False}
         if not any(jv.positions for jv in self.jobs):
             replay = {} if self.options.hint_replay else {"hint_conflict_limit": 0}
