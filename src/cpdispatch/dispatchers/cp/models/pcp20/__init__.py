@@ -1,12 +1,14 @@
 """PCP'20 (Galleguillos, Kiziltan, Soto, 2020), Section 3: scheduling and allocation in one CP
 model whose size does not depend on the number of nodes.
 
-From the ground up: `axes` (the ordered list of units of each type), `reductions` (the exact
-reductions, one value per model), `running` (what running jobs hold, per type), `job_vars` and
-`resources` (the variables and constraints), `model` (the whole model, its search and hooks),
-`hints` and `fluid` (a plan as a hint; fluid jobs' nodes after solving), `relaxed_start` (HCP'19's
-relaxation shifted onto the nodes, a second plan to start from), `second_stage` (where the jobs
-starting now go) and `dispatcher` (registered as ``pcp20`` when this package is imported).
+The paper's model from the ground up: `axes` (the ordered list of units of each type), `running`
+(what running jobs hold, per type), `job_vars` and `resources` (the variables and constraints),
+`model` (the whole model, its search and hooks), `dive` (the first dive of the authors' search).
+Ours: `reductions` (the exact reductions, one step before the model), `hints` and `fluid` (a plan
+as a hint; fluid jobs' nodes after solving), `relaxed_start` (HCP'19's relaxation shifted onto the
+nodes, a second plan to start from), `second_stage` (where the jobs starting now go); `options`
+(each option with its paper value) and `dispatcher` (registered as ``pcp20`` when this package is
+imported).
 Measurement history: docs/pcp20-notes.md.
 """
 

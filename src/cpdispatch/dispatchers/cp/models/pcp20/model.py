@@ -3,10 +3,11 @@ whose number of variables does not depend on the number of nodes. Times are rela
 dispatching time (0 = now).
 
 The model reads as the paper's section, one part per module: the geometry of units on the ordered
-list of each resource type (`axes`); the exact reductions, which take types out of the model or
-give them a cumulative alone (`reductions`); what the running jobs hold, as fixed boxes and
-demands per type (`running`); the variables of each queued job (`job_vars`); one NoOverlap2D and
-one implied cumulative per type (`resources`); the objective and the search (here).
+list of each resource type (`axes`); what the running jobs hold, as fixed boxes and demands per
+type (`running`); the variables of each queued job (`job_vars`); one NoOverlap2D and one implied
+cumulative per type (`resources`); the objective and the search (here). Ours, one separate step
+before it (`reductions`, off under `profile=paper`): the exact reductions, which take types out of
+the model or give them a cumulative alone.
 
 *Objective and priorities (Section 2.2).* Total slowdown (`objectives.Slowdown`); the
 priority is the slowdown at dispatching time (the front end orders the jobs).
