@@ -31,13 +31,13 @@ from ...allocators import get_allocator
 from ...errors import CpdispatchError
 from ...job import Job
 from ...snapshot import Decision, PlacementReport, QueuedJob, Snapshot, Start
-from ..base import Dispatcher, Paper
+from ..base import Dispatcher
 from .built import BuiltModel, ModelTooLarge
 from .fitting import extract_starts, fast_path
 from .greedy import greedy_plan, left_shifted
 from .instance import Instance, Plan
 from .objectives import SLOWDOWN, Objective
-from .option_sets import cp_options
+from .option_sets import cp_options, front_end_problem
 from .options import FitNow, FrontEnd
 from .outcome import Outcome, Ready
 from .policies import POLICIES, FastOptions, Limits, Result, SolveLimits
@@ -64,17 +64,13 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
     options = cp_options()
 
     def __init__(self, **values: Any) -> None:
-        known = {o.name: o for o in self.options}
-        if set(values) <= set(known):  # an unknown option is the base class's error
-            # `paper` as a value of an option is the option's paper value (time_policy, search)
-            values = {k: known[k].paper if v == "paper" and "paper" in known[k].choices
-                      and not isinstance(known[k].paper, Paper) else v for k, v in values.items()}
+        if set(values) <= {o.name for o in self.options}:  # an unknown option is the base class's error
             try:
                 values = apply_profile(self.options, values)
             except ValueError as exc:
                 raise CpdispatchError(f"dispatcher {self.name}: {exc}") from None
         super().__init__(**values)
-        problem = self.check({**{k: o.default for k, o in known.items()}, **values})
+        problem = self.check({**{o.name: o.default for o in self.options}, **values})
         if problem:
             raise CpdispatchError(f"dispatcher {self.name}: {problem}")
         self._capped = False  # a solve of the current decision was stopped by det_wall_cap
@@ -87,18 +83,7 @@ class CpDispatcher(Dispatcher, FrontEnd, FitNow, Limits, FastOptions):
         """What is wrong with the option values `v`, if anything (beyond their `choices`). Read
         from the mapping, not the attributes: checking an option is not using it
         (`tests/test_cp_options.py`)."""
-        counts = [n for n in ("q_length", "k", "workers") if n in v]
-        if any(v[n] < 1 for n in counts) or v["initial_limit"] <= 0:
-            return f"{', '.join(counts)}, initial_limit must be > 0"
-        if v["det_wall_cap"] < 0:
-            return "det_wall_cap must be >= 0"
-        if v.get("blocked", 0) < 0:
-            return "blocked must be >= 0"
-        if not v["limit_scale"] > 0:
-            return "limit_scale must be > 0"
-        if v["limit_scale"] != 1.0 and v["time_policy"] == "fast":
-            return "limit_scale scales the papers' time policies; the fast policy has fast_budget and fast_conflicts"
-        return None
+        return front_end_problem(v)
 
     @abstractmethod
     def build(self, instance: Instance) -> BuiltModel:

@@ -3,6 +3,7 @@ policies it can run, with the version's own defaults, paper values and choices."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..base import Option
@@ -25,3 +26,19 @@ def cp_options(*, fit_now: bool = True, policies: tuple[str, ...] = RUNNABLE, pa
         FrontEnd, *((FitNow,) if fit_now else ()), *policy_families(runnable), **defaults,
         paper={"time_policy": paper_policy, **(paper or {})},
         choices={"time_policy": (*runnable, "paper"), "search": (*SEARCHES, *searches)})
+
+
+def front_end_problem(v: Mapping[str, Any]) -> str | None:
+    """What is wrong with the front end's option values `v`, if anything, beyond their choices."""
+    counts = [n for n in ("q_length", "k", "workers") if n in v]
+    if any(v[n] < 1 for n in counts) or v["initial_limit"] <= 0:
+        return f"{', '.join(counts)}, initial_limit must be > 0"
+    if v["det_wall_cap"] < 0:
+        return "det_wall_cap must be >= 0"
+    if v.get("blocked", 0) < 0:
+        return "blocked must be >= 0"
+    if not v["limit_scale"] > 0:
+        return "limit_scale must be > 0"
+    if v["limit_scale"] != 1.0 and v["time_policy"] == "fast":
+        return "limit_scale scales the papers' time policies; the fast policy has fast_budget and fast_conflicts"
+    return None

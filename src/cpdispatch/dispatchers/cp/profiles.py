@@ -33,9 +33,14 @@ def free_options(options: Sequence[Option]) -> tuple[str, ...]:
 
 
 def apply_profile(options: Sequence[Option], given: Mapping[str, Any]) -> dict[str, Any]:
-    """The option values of a dispatcher with `options` built with `given`: unchanged under the
-    default profile; under `paper`, every option fixed (the paper's or the default), `given`
-    checked against it. Returns the values, or raises ValueError with a one-line reason."""
+    """The option values of a dispatcher with `options` built with `given`: `paper` as the value
+    of an option that accepts it is the option's paper value (time_policy, search); then, under
+    the default profile, unchanged; under `paper`, every option fixed (the paper's or the
+    default), `given` checked against it. Returns the values, or raises ValueError with a one-line
+    reason."""
+    known = {o.name: o for o in options}
+    given = {k: known[k].paper if v == "paper" and "paper" in known[k].choices and not isinstance(known[k].paper, Paper)
+             else v for k, v in given.items()}
     defaults = {o.name: o.default for o in options}
     if given.get("profile", defaults.get("profile", "default")) != "paper":
         return dict(given)
