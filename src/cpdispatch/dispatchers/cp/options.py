@@ -4,12 +4,15 @@ A family is a dataclass whose fields carry each option's type, default, help, va
 `profile=paper` (`paper`: the papers' set-up, CP'19 Sect. 4-5 and reference notes 2.2-2.9, PCP'20
 Sect. 3-4 and notes 3.2; `Paper.FREE`: the option keeps the value given) and accepted values. A
 dispatcher whose paper differs gives its own default or paper value where it declares its options
-(`options_of`). It gives both
-the `Option`s a dispatcher accepts (`options_of`) and, mixed into the dispatcher class, the typed
-attributes its code reads (the base `Dispatcher` sets them from the values given). Fields have no
-dataclass default, so a dispatcher that does not accept an option has no such attribute: reading
-it is an error, not a silent default. Which families a dispatcher takes says which options it
-reads (`tests/test_cp_options.py` checks that each is read).
+(`options_of`).
+
+How the values travel, one rule: the base `Dispatcher` sets every option given as an attribute;
+the families the dispatcher's own code reads are mixed into its class, which types those
+attributes; a part built for it (a time policy, pcp20's model) receives the value of the families
+it reads (`values`) and sees no other option. Fields have no dataclass default, so a dispatcher
+that does not accept an option has no such attribute: reading it is an error, not a silent
+default. Which families a dispatcher takes says which options it reads (`tests/test_cp_options.py`
+checks that each is read).
 """
 
 from __future__ import annotations
