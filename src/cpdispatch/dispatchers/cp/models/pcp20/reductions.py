@@ -69,7 +69,9 @@ class Reductions:
 
     def placement_free(self, reqs: Sequence[tuple[int, ...]]) -> bool:
         """Whether every unit of these requests is fluid or asks for nothing modelled: then where
-        the units go cannot change when anything fits (the cumulative is exact on fluid types)."""
+        the units go cannot change when anything fits (the cumulative is exact on fluid types).
+        The per-model form of `allocators.placement_cannot_matter`, which says it of jobs before
+        any model, for a whole workload or queue."""
         return all(not any(q) or (one_unit_of_one_type(q) and q.index(1) in self.fluid)
                    for q in map(self.request, reqs))
 
