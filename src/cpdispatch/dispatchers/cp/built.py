@@ -29,8 +29,8 @@ class ModelTooLarge(ValueError):
 class BuiltModel:
     """A CP-SAT model built for one instance, with the hooks the front end needs.
 
-    Builders (`hcp.HcpModel`, `per_node.PerNodeModel`, which `pcp19` and `eurora14` build, and
-    `pcp20.Pcp20Model`) subclass this: they fill `model` and `start_vars` (one start variable per
+    Builders (`models.hcp.HcpModel`, `models.pcp19.PerNodeModel`, which pcp19 and eurora14 build,
+    and `models.pcp20.Pcp20Model`) subclass this: they fill `model` and `start_vars` (one start variable per
     queued job, relative time), and implement `add_hint` (map a complete greedy plan onto *every*
     model variable) and `extract` (read a plan back from a solved model; `complete` may add what is
     derived from it, e.g. pcp20's fluid placements, once for the plan kept rather than at every

@@ -136,7 +136,7 @@ class FitNow:
 
 @family
 class PerNode:
-    """The per-node model's (`per_node.PerNodeModel`: the PCP'19 family and eurora14)."""
+    """The per-node model's (`models.pcp19.PerNodeModel`: the PCP'19 family and eurora14)."""
 
     free_now: bool = option(True, "queued jobs that can start now only on nodes with room now (the "
                                   "restriction of PCP1-3 and the original code); the others (blocked ones, "

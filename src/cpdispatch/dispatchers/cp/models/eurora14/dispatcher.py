@@ -5,7 +5,7 @@ jobs, and only the jobs planned at the dispatching time start; the others are re
 next call. Jobs are planned with the durations the dispatcher sees (the prediction: with the
 `walltime` predictor this is the paper's worst-case duration D_i).
 
-*Model (Sect. 3.2).* Job units on nodes with per-node cumulatives: `per_node.PerNodeModel` over the
+*Model (Sect. 3.2).* Job units on nodes with per-node cumulatives: `pcp19.model.PerNodeModel` over the
 *full* node capacities (the paper's p_i = min(rn_i, min_r floor(cap_kr / rq_ir)) unit intervals
 per node, eq. (6)). The paper's `alternative(tau_i, [v_ijk], rn_i)` (eq. (7)) is the count
 formulation sum_k u_ik = rn_i with optional per-node intervals sharing the job's start, and its

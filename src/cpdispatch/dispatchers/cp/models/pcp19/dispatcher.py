@@ -1,5 +1,5 @@
 """PCP'19 (CP 2019 paper, Sect. 2.2-4; reference notes 2.1-2.5, 2.9) and its ablation PCP, PCP1-3:
-scheduling and per-node allocation in one CP-SAT model, `per_node.PerNodeModel` (its layouts and
+scheduling and per-node allocation in one CP-SAT model, `model.PerNodeModel` (its layouts and
 constraints are described there; it is also the model of the 2014 Eurora dispatcher, `eurora14`).
 
 Dispatchers (only these differ, reference notes 2.1):

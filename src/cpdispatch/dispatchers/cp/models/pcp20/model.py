@@ -61,6 +61,8 @@ class Pcp20Model(BuiltModel):
     come first and the variables at `post` (at once unless `post=False`: the front end first asks
     for the greedy plan, which needs only the data, and often starts every job now)."""
 
+    goal: objectives.Objective  # never None here: the model always minimises one
+
     def __init__(
         self,
         instance: Instance,
@@ -71,7 +73,6 @@ class Pcp20Model(BuiltModel):
         post: bool = True,
     ) -> None:
         super().__init__(instance, goal)
-        self.goal: objectives.Objective = goal
         self.options = opts = options if options is not None else declared(Pcp20Options)
         self.axes = axes_of(instance.system)
         self.hint_complete = False

@@ -2,7 +2,7 @@
 
 Why: on GPU-heavy work the exact model's search, hinted with the greedy plan, returns that plan
 or none within its budget, and an instance over the size guard gets the greedy plan unsolved,
-while the relaxation (one cumulative per type on the system totals, `hcp.HcpModel`) finds better
+while the relaxation (one cumulative per type on the system totals, `hcp.model.HcpModel`) finds better
 orders of the same jobs at any size. Shifted left onto the nodes in its order, hcp19's plan was
 better than pcp20's under pcp20's own objective in most GPU-contended decisions, whatever the
 budget (docs/heterogeneous.md). Starting from the better of the two plans, the first stage is
