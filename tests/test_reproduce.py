@@ -277,3 +277,21 @@ def test_missing_traces_are_a_one_line_error_before_any_work(tmp_path: Path, cap
     err = capsys.readouterr().err.strip()
     assert err.startswith("cpdispatch: error: reproduce: trace(s)") and "--traces" in err and "\n" not in err
     assert not out.exists()
+
+
+def test_the_busy_pcp20_studies_are_the_charged_runs_uncharged_twins(tmp_path: Path) -> None:
+    """At the papers' contention the PCP'20 and KIT studies run exactly the charged campaigns' runs
+    without the charge (plus the baselines), so the two columns differ by the charge alone."""
+    from cpdispatch.campaign.spec import load_campaign
+    from cpdispatch.reproduce.experiments import FULL
+
+    def runs(name: str) -> list[dict[str, Any]]:
+        (tmp_path / f"{name}.toml").write_text(campaigns(FULL)[name])
+        return [{k: v for k, v in s.items() if k != "charge_dispatch_time"}
+                for s in load_campaign(tmp_path / f"{name}.toml").runs]
+
+    for busy, charged in (("eurora-cp-busy", "eurora-cp-charged"), ("kit-sim-busy", "kit-sim-charged")):
+        cp_runs = [s for s in runs(busy) if s["dispatcher"]["label"].endswith("/paper")]
+        assert {json.dumps(s, sort_keys=True) for s in cp_runs} == {json.dumps(s, sort_keys=True)
+                                                                   for s in runs(charged)}, busy
+        assert len(cp_runs) == len(runs(charged))

@@ -12,8 +12,8 @@ from .evaluate import DIRECTION, NOT, NOT_CHECKED, NOT_RUN, REPRODUCED, Results,
 from .experiments import (
     ABLATION_ATTRIBUTION,
     BUSY_TARGET,
-    CHARGED_SCALE,
     DIFFERENCES,
+    WALL_SCALE,
     Scale,
     campaigns,
     instance_studies,
@@ -63,7 +63,10 @@ def setup_text(scale: Scale) -> list[str]:
            f"CEA-Curie's jobs after the first {scale.kit_busy_skip:,} at load "
            f"{scale.kit_busy_load:g}, `eurora14-busy`, the 2014 study's slices at load {scale.eurora14_busy_load:g} "
            "(without the recorded schedule, which runs at one load only); the ablation's slice already is that "
-           "contended.",
+           f"contended. The PCP'20 and KIT studies' runs there have the papers' wall-time limits at {WALL_SCALE:g} "
+           "of their seconds (`limit_scale`, machine-dependent), as the charged runs below, whose uncharged twins "
+           "they are: under deterministic limits PCP'19's paper policy costs about a second per decision on "
+           "these queues (docs/reproduction-time.md); the 2014 study keeps them.",
            f"- Runs for the causes only: `ablation-attribution`, PCP3 on the ablation's slice under the paper "
            f"profile with one of our differences at a time "
            f"({', '.join(f'`{k}`' for k in ABLATION_ATTRIBUTION[1])})."]
@@ -72,7 +75,7 @@ def setup_text(scale: Scale) -> list[str]:
         "`kit-sim-charged`, the two studies' workloads"
         + (" at the papers' contention (above)" if scale.causes else "") + " under the paper profile only, each "
         f"decision's wall time added to the waits (`charge_dispatch_time`), with the papers' wall-time limits at "
-        f"{CHARGED_SCALE:g} of their seconds (`limit_scale`): machine-dependent by design.",
+        f"{WALL_SCALE:g} of their seconds (`limit_scale`): machine-dependent by design.",
         f"- Instance studies: {studies}.",
         f"- **Paper profile** (`profile=paper`, docs/paper-profile.md) with `deterministic_time={scale.det_time:g}`: "
         "CP-SAT deterministic seconds stand for one second of the paper's limits (every limit scales alike), "
