@@ -84,11 +84,11 @@ QUICK = Scale(name="quick", eurora_jobs=300, seeds=2, ablation_jobs=60, ablation
                      "are no evidence",))
 FULL = Scale(name="full", eurora_jobs=1000, seeds=5, ablation_jobs=150, ablation_seeds=5, det_time=0.05,
              instances=200, large_jobs=80, large_instances=20, kth_jobs=150, kth_slices=3, ablation_skip=8000,
-             causes=True, variant_seeds=3, base_seeds=2, kit_sim_jobs=300, minutes=480,
-             notes=("more than six hours on 2 cores, much of it the studies at the papers' contention (the "
-                    "2014 dispatcher at load 2 alone: 21 runs, 5.8 worker-hours, up to an hour a run); the "
-                    "papers replayed whole traces for up to 30 hours, which the same campaigns do with larger "
-                    "sizes",))
+             causes=True, variant_seeds=3, base_seeds=2, kit_sim_jobs=300, minutes=350,
+             notes=("about 5.8 hours on 2 cores, measured campaign by campaign (docs/reproduction-time.md); "
+                    "the 2014 study takes 3.6 of them, its dispatcher's per-node model spending seconds of "
+                    "wall time per solve; the papers replayed whole traces for up to 30 hours, which the same "
+                    "campaigns do with larger sizes",))
 SCALES = {s.name: s for s in (QUICK, FULL)}
 
 PCP20_STUDY = ("pcp20", "pcp19", "hcp19")
@@ -268,8 +268,8 @@ def busy_campaigns(scale: Scale, eurora14: list[str]) -> dict[str, str]:
     """The Eurora, KIT and 2014 studies on workloads as contended as the papers' (`Scale`'s busy
     settings), under the paper profile with the baselines; `eurora14` are the 2014 study's entries.
     The PCP'20 study's runs are the charged campaigns' uncharged twins (the same wall-time limits);
-    the 2014 study keeps the deterministic limits: within a wall limit of that size its per-node
-    model finds no plan at all on these queues."""
+    the 2014 study keeps the deterministic limits: on its longest queues its per-node model finds no
+    plan within even 0.25 s of wall time (docs/reproduction-time.md)."""
     papers = [e for e in eurora14 if "/paper" in e]  # the recorded schedule cannot run at another load
     return {
         "eurora-cp-busy": _campaign("repro-eurora-cp-busy", scale.variant_seeds,
