@@ -295,3 +295,18 @@ def test_the_busy_pcp20_studies_are_the_charged_runs_uncharged_twins(tmp_path: P
         assert {json.dumps(s, sort_keys=True) for s in cp_runs} == {json.dumps(s, sort_keys=True)
                                                                    for s in runs(charged)}, busy
         assert len(cp_runs) == len(runs(charged))
+
+
+def test_at_contention_a_finding_against_the_recorded_schedule_compares_with_the_pbs_like_one() -> None:
+    """The recorded schedule runs at its own load only: at the papers' contention the PBS it stands
+    for is the PBS-like baseline."""
+    check = {"measure": "direction", "lower": "eurora14-makespan", "higher": "recorded", "metric": "wait_mean",
+             "predictor": "walltime"}
+    finding = {"experiment": "eurora14", "check": check, "dispatchers": ["eurora14-makespan", "recorded"]}
+    low = {"eurora14-makespan/paper": [1.0, 2.0, 3.0], "recorded/paper": [5.0, 6.0, 7.0]}  # Fake: CP-like label
+    contended = {"eurora14-makespan/paper": [9.0, 9.5, 10.0], "pbs": [5.0, 6.0, 7.0]}
+    res = ByExperiment({"eurora14": low, "eurora14-busy": contended}, {"eurora14": 1.0, "eurora14-busy": 9.0})
+    paper = ev.evaluate(finding, res, "paper")
+    assert paper.verdict == ev.REPRODUCED
+    at_contention = ev.busy(finding, res, paper)
+    assert at_contention is not None and at_contention.verdict == ev.NOT and "pbs" in at_contention.text
