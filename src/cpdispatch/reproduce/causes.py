@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from .experiments import DIFFERENCES, TEXT_VALUES
-from .measures import DIRECTION, NOT, REPRODUCED, Outcome, evaluate, instance_value
+from .measures import DIRECTION, NOT, REPRODUCED, Outcome, checks_of, evaluate, instance_value
 from .results import WORKLOAD_VARIANTS, Results
 
 #: a simulation whose system's recorded instances a study replays one difference at a time
@@ -42,7 +42,7 @@ def cause(finding: dict[str, Any], res: Results, paper: Outcome, ours: Outcome) 
         return ""
     if finding.get("note"):  # a known difference between the paper's text and what it measured
         return str(finding["note"])
-    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
+    checks = checks_of(finding)
     if all(c["measure"] == "instances" for c in checks):
         moved = []
         for key in DIFFERENCES:
@@ -116,7 +116,7 @@ SOLVER_CANDIDATE = ("candidate: the solver generation (CP-SAT decides these mode
 
 def finding_names(finding: dict[str, Any]) -> set[str]:
     """The dispatchers a finding's checks compare."""
-    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
+    checks = checks_of(finding)
     names = {c[k] for c in checks for k in ("a", "b", "lower", "higher", "dispatcher") if k in c}
     return names | {n for c in checks for n in c.get("order", [])}
 

@@ -22,6 +22,7 @@ from .measures import (
     NOT_RUN,
     REPRODUCED,
     Outcome,
+    checks_of,
     evaluate,
     instance_value,
     workload_stat,
@@ -79,6 +80,5 @@ def _without_recorded(finding: dict[str, Any]) -> dict[str, Any]:
     def swap(v: Any) -> Any:
         return PBS_LIKE if v == recorded.NAME else v
 
-    checks = finding["check"] if isinstance(finding["check"], list) else [finding["check"]]
-    return {**finding, "check": [{k: swap(v) for k, v in c.items()} for c in checks],
+    return {**finding, "check": [{k: swap(v) for k, v in c.items()} for c in checks_of(finding)],
             "dispatchers": [swap(d) for d in finding.get("dispatchers", [])]}

@@ -177,11 +177,15 @@ def _combine(outcomes: list[Outcome]) -> Outcome:
     return Outcome(verdict, "; ".join(o.text for o in outcomes if o.text))
 
 
-def evaluate(finding: dict[str, Any], res: Results, profile: str) -> Outcome:
+def checks_of(finding: dict[str, Any]) -> list[dict[str, Any]]:
+    """A finding's checks as a list (the catalogue writes a single one as a table)."""
     checks = finding.get("check", {"measure": "none", "why": "no check given"})
-    checks = checks if isinstance(checks, list) else [checks]
+    return checks if isinstance(checks, list) else [checks]
+
+
+def evaluate(finding: dict[str, Any], res: Results, profile: str) -> Outcome:
     outcomes = []
-    for check in checks:
+    for check in checks_of(finding):
         measure = check["measure"]
         if measure == "none":
             outcomes.append(Outcome(NOT_CHECKED, check.get("why", "")))
